@@ -1,0 +1,314 @@
+// AutoAssign: addresses from the host's affine blocks, then newly claimed blocks, then (unless strict
+// affinity) borrowed from other blocks. Every write is one guarded transaction of block + affinity +
+// handle, so a crash or a lost race never leaves half an allocation behind.
+import {ConflictError, RevisionConflict, ValidationError} from '../errors.js'
+import {type Cidr, containsCidr, type Family, formatCidr, formatIp, subnetCount, subnetIndex} from '../net/cidr.js'
+import {keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
+import type {KeyValue} from '../store/store.js'
+import {type Attribute, type Block, decodeBlock, encodeBlock, garbageCollect, isEmpty, newBlock, takeOrdinals} from './block.js'
+import {blockWalk, startIndex, walkOrder} from './blockgen.js'
+import {type Ctx, listPools, loadBlock, loadConfig, MAX_RETRIES_MESSAGE, withRetry, WriteBatch} from './context.js'
+import {ensureNode} from './node.js'
+import type {AllowedUse, Pool} from './pool.js'
+import {selectPools} from './pools-select.js'
+import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} from './records.js'
+import {nanoTimestamp} from './time.js'
+
+export const DEFAULT_MAX_BLOCKS_PER_HOST = 20
+/** Another host's empty block may be taken over once its claim is this old. */
+export const EMPTY_BLOCK_MIN_RECLAIM_AGE_MS = 60_000
+
+export interface AssignedIp {
+  readonly address: string
+  readonly family: Family
+  /** The address with its block's prefix length, as the CNI result reports it (e.g. 10.65.79.5/26). */
+  readonly cidr: string
+  readonly block: string
+}
+
+export interface FamilyResult {
+  readonly requested: number
+  readonly ips: AssignedIp[]
+  /** Why fewer than `requested` were assigned (upstream's PartialFulfillmentError parts). */
+  readonly messages: string[]
+}
+
+export interface AutoAssignArgs {
+  host: string
+  num4: number
+  num6: number
+  handle?: string
+  attrs?: Record<string, string>
+  /** Pool names or CIDRs; empty means "pools whose nodeSelector matches the host". */
+  pools4?: string[]
+  pools6?: string[]
+  /** Per-request block cap (upstream's windows_use_single_network path); 0 = use the config. */
+  maxBlocksPerHost?: number
+  use?: AllowedUse
+}
+
+export function shortfall(r: FamilyResult, family: Family): string | undefined {
+  if (r.ips.length >= r.requested) return undefined
+  return [`Assigned ${r.ips.length} out of ${r.requested} requested IPv${family} addresses`, ...r.messages].join('; ')
+}
+
+export function blockCap(cfg: IpamConfig, requestMax = 0): number {
+  const global = cfg.maxBlocksPerHost
+  let cap = global > 0 && requestMax > 0 && requestMax > global ? global : requestMax === 0 ? global : requestMax
+  if (cap === 0) cap = DEFAULT_MAX_BLOCKS_PER_HOST
+  return cap
+}
+
+export function ownerAttribute(host: string, handle?: string, attrs?: Record<string, string>): Attribute {
+  return {handle_id: handle, secondary: {node: host, ...attrs}}
+}
+
+export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}> {
+  for (const [n, what] of [[args.num4, 'IPv4'], [args.num6, 'IPv6']] as const) {
+    if (!Number.isInteger(n) || n < 0 || n > 65536) throw new ValidationError(`the number of ${what} addresses must be an integer from 0 to 65536`)
+  }
+  if (args.num4 + args.num6 === 0) throw new ValidationError('nothing to assign: ask for at least one IPv4 or IPv6 address')
+  const v4 = await assignFamily(ctx, args, 4, args.num4, args.pools4)
+  const v6 = await assignFamily(ctx, args, 6, args.num6, args.pools6)
+  return {v4, v6}
+}
+
+interface Affine {
+  readonly key: string
+  readonly cidr: Cidr
+}
+
+async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num: number, requested?: string[]): Promise<FamilyResult> {
+  const result: FamilyResult = {requested: num, ips: [], messages: []}
+  if (num === 0) return result
+  const now = ctx.clock.now()
+  const use = args.use ?? 'Workload'
+  const [cfg, node, allPools] = await Promise.all([loadConfig(ctx), ensureNode(ctx.store, args.host, now), listPools(ctx)])
+  const pools = selectPools({pools: allPools, family, requested, nodeLabels: node.labels, host: args.host, use})
+  const job = new FamilyJob(ctx, cfg, args, family, pools, result)
+  await job.run(num)
+  return result
+}
+
+class FamilyJob {
+  private readonly affinity: string
+  private readonly attr: Attribute
+  private readonly tried = new Set<string>()
+  private owned = 0
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly cfg: IpamConfig,
+    private readonly args: AutoAssignArgs,
+    private readonly family: Family,
+    private readonly pools: Pool[],
+    private readonly result: FamilyResult,
+  ) {
+    this.affinity = `host:${args.host}`
+    this.attr = ownerAttribute(args.host, args.handle, args.attrs)
+  }
+
+  private get remaining(): number {
+    return this.result.requested - this.result.ips.length
+  }
+
+  private record(block: Block, ordinals: number[]): void {
+    for (const o of ordinals) {
+      const v = block.cidr.base + BigInt(o)
+      const address = formatIp(block.cidr.family, v)
+      this.result.ips.push({address, family: this.family, cidr: `${address}/${block.cidr.prefix}`, block: formatCidr(block.cidr)})
+    }
+  }
+
+  /** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
+  private async affine(): Promise<Affine[]> {
+    const kvs = await this.ctx.store.listKeys(keys.hostAffinityPrefix(this.args.host, this.family))
+    const out: Affine[] = []
+    for (const key of kvs) {
+      const parsed = parseAffinityKey(key)
+      if (parsed && this.pools.some((p) => containsCidr(p.cidr, parsed.cidr))) out.push({key, cidr: parsed.cidr})
+    }
+    return out
+  }
+
+  async run(num: number): Promise<void> {
+    const cap = blockCap(this.cfg, this.args.maxBlocksPerHost)
+    let affine = await this.affine()
+    this.owned = affine.length
+    let noFreeBlocks = false
+    let blockLimit = false
+    for (let round = 0; this.remaining > 0; round++) {
+      for (const a of affine) {
+        if (this.remaining === 0) break
+        if (this.tried.has(a.key)) continue
+        this.tried.add(a.key)
+        await this.assignAffine(a)
+      }
+      if (this.remaining === 0) break
+      if (this.owned >= cap) {
+        blockLimit = true
+        break
+      }
+      if (!this.cfg.autoAllocateBlocks) {
+        this.result.messages.push('automatic block allocation is disabled (autoAllocateBlocks is false)')
+        break
+      }
+      const claim = await this.claimNewBlock()
+      if (claim === 'none') {
+        noFreeBlocks = true
+        break
+      }
+      if (claim === 'claimed') this.owned++
+      // On a lost race another process (perhaps on this very host) may have claimed the block for us.
+      if (claim === 'raced' && round >= this.ctx.maxAttempts) throw new ConflictError(MAX_RETRIES_MESSAGE)
+      affine = await this.affine()
+    }
+    if (blockLimit) {
+      this.result.messages.push(`Need to allocate an IPAM block but could not - limit of ${cap} blocks reached for this node`)
+      return
+    }
+    if (this.remaining === 0) return
+    if (this.cfg.strictAffinity) {
+      if (noFreeBlocks) this.result.messages.push('No more free affine blocks and strict affinity enabled')
+      return
+    }
+    await this.borrow()
+  }
+
+  /** Allocate from one of our blocks; re-drives a pending affinity and recreates a block lost mid-claim. */
+  private async assignAffine(a: Affine): Promise<void> {
+    await withRetry(this.ctx, async () => {
+      const affKv = await this.ctx.store.get(a.key)
+      if (!affKv) return
+      const state = decodeAffinity(affKv.value)
+      if (state === 'pendingDeletion') return
+      const loaded = await loadBlock(this.ctx, a.cidr, this.cfg.ipCooldownSeconds)
+      const batch = new WriteBatch(this.ctx)
+      let block: Block
+      if (!loaded) {
+        block = newBlock(a.cidr, this.affinity, this.ctx.clock.now(), nanoTimestamp(this.ctx.clock.now()))
+      } else if (loaded.block.affinity !== this.affinity) {
+        // The affinity outlived its block's ownership: drop it so it stops counting against our cap.
+        await batch.delete(a.key, affKv).commit()
+        this.owned--
+        return
+      } else {
+        block = loaded.block
+      }
+      const taken = takeOrdinals(block, this.remaining, this.attr)
+      if (taken.length === 0 && loaded && state === 'confirmed') return
+      batch.putBlock(block, loaded?.kv).countHandle(this.args.handle, block.cidr, taken.length)
+      if (state !== 'confirmed') batch.put(a.key, encodeAffinity('confirmed'), affKv)
+      await batch.commit()
+      this.record(block, taken)
+    })
+  }
+
+  /**
+   * Find a block CIDR nobody has created yet (keys only: values are never read on this path, Part A.4),
+   * or failing that an empty block of another host claimed long enough ago, and claim it together with
+   * the first allocations in one transaction.
+   */
+  private async claimNewBlock(): Promise<'claimed' | 'raced' | 'none'> {
+    const existing = new Set(await this.ctx.store.listKeys(keys.blockPrefix(this.family)))
+    for (const pool of this.pools) {
+      for (const cidr of blockWalk(pool.cidr, pool.spec.blockSize, this.args.host)) {
+        if (!existing.has(keys.block(cidr))) return this.claim(cidr, undefined)
+      }
+    }
+    return this.reclaimEmptyBlock()
+  }
+
+  private async claim(cidr: Cidr, replacing: {kv: KeyValue; owner?: string} | undefined): Promise<'claimed' | 'raced'> {
+    const now = this.ctx.clock.now()
+    const affKey = keys.affinity(this.args.host, cidr)
+    const affKv = await this.ctx.store.get(affKey)
+    const block = newBlock(cidr, this.affinity, now, nanoTimestamp(now))
+    const taken = takeOrdinals(block, this.remaining, this.attr)
+    const batch = new WriteBatch(this.ctx)
+    // A new (or replacing) block starts its own sequence, so it is put as is rather than via putBlock.
+    batch.put(keys.block(cidr), encodeBlock(block), replacing?.kv)
+    batch.put(affKey, encodeAffinity('confirmed' satisfies AffinityState), affKv)
+    if (replacing?.owner) {
+      const ownerKey = keys.affinity(replacing.owner, cidr)
+      const ownerKv = await this.ctx.store.get(ownerKey)
+      if (ownerKv) batch.delete(ownerKey, ownerKv)
+    }
+    batch.countHandle(this.args.handle, cidr, taken.length)
+    try {
+      await batch.commit()
+    } catch (err) {
+      if (err instanceof RevisionConflict) return 'raced'
+      throw err
+    }
+    this.tried.add(affKey)
+    this.record(block, taken)
+    return 'claimed'
+  }
+
+  private async reclaimEmptyBlock(): Promise<'claimed' | 'raced' | 'none'> {
+    // Only reached when every block CIDR of every pool exists, so reading values here is bounded by the
+    // pools' sizes, not by the cluster.
+    const kvs = await this.ctx.store.list(keys.blockPrefix(this.family))
+    const now = this.ctx.clock.now().getTime()
+    for (const pool of this.pools) {
+      for (const kv of inWalkOrder(kvs, pool, this.args.host)) {
+        const block = decodeBlock(kv.value)
+        garbageCollect(block, this.cfg.ipCooldownSeconds, this.ctx.clock.now())
+        if (block.affinity === this.affinity || !block.affinity?.startsWith('host:') || !isEmpty(block)) continue
+        const claimed = block.affinityClaimTime ? Date.parse(block.affinityClaimTime) : 0
+        if (now - claimed < EMPTY_BLOCK_MIN_RECLAIM_AGE_MS) continue
+        return this.claim(block.cidr, {kv, owner: block.affinity.slice(5)})
+      }
+    }
+    return 'none'
+  }
+
+  /** Borrow from existing blocks (any owner) in walk order; strict affinity never gets here. */
+  private async borrow(): Promise<void> {
+    const blockKeys = await this.ctx.store.listKeys(keys.blockPrefix(this.family))
+    const exhausted: string[] = []
+    for (const pool of this.pools) {
+      for (const key of inWalkOrder(blockKeys.map((k) => ({key: k})), pool, this.args.host)) {
+        if (this.remaining === 0) break
+        const cidr = parseBlockKey(key.key)!
+        await withRetry(this.ctx, async () => {
+          const loaded = await loadBlock(this.ctx, cidr, this.cfg.ipCooldownSeconds)
+          if (!loaded || loaded.block.affinity === this.affinity) return
+          const taken = takeOrdinals(loaded.block, this.remaining, this.attr)
+          if (taken.length === 0) return
+          await new WriteBatch(this.ctx).putBlock(loaded.block, loaded.kv).countHandle(this.args.handle, cidr, taken.length).commit()
+          this.record(loaded.block, taken)
+        })
+      }
+      if (this.remaining === 0) return
+      exhausted.push(pool.spec.cidr)
+    }
+    if (exhausted.length > 0) this.result.messages.push(`No IPs available in pools: [${exhausted.join(' ')}]`)
+  }
+}
+
+/** Existing blocks of `pool` in the order the host's walk visits them. */
+function inWalkOrder<T extends {key: string}>(items: readonly T[], pool: Pool, host: string): T[] {
+  const n = subnetCount(pool.cidr, pool.spec.blockSize)
+  const start = startIndex(host, n)
+  const byIndex = new Map<bigint, T>()
+  for (const it of items) {
+    const c = parseBlockKey(it.key)
+    if (c && c.prefix === pool.spec.blockSize && containsCidr(pool.cidr, c)) byIndex.set(subnetIndex(pool.cidr, pool.spec.blockSize, c), it)
+  }
+  if (BigInt(byIndex.size) * 4n < n) {
+    const idx = [...byIndex.keys()].sort((a, b) => {
+      const da = (a - start + n) % n
+      const db = (b - start + n) % n
+      return da < db ? -1 : da > db ? 1 : 0
+    })
+    return idx.map((i) => byIndex.get(i)!)
+  }
+  const out: T[] = []
+  for (const i of walkOrder(n, start)) {
+    const it = byIndex.get(i)
+    if (it) out.push(it)
+  }
+  return out
+}

@@ -1,0 +1,278 @@
+// An allocation block: its stored JSON form (Calico's AllocationBlock) and the pure operations on it.
+// The block is the unit of compare-and-swap; nothing here touches the datastore.
+import {asBigInt, encodeJson, goMap, type JsonValue, parseJson, RawJson} from '../codec/gojson.js'
+import {ValidationError} from '../errors.js'
+import {type Cidr, cidrSize, formatCidr, formatIp, type Ip, maskIp, parseCidr} from '../net/cidr.js'
+import {rfc3339} from './time.js'
+
+export interface Attribute {
+  handle_id?: string
+  secondary?: Record<string, string>
+  alternateOwnerAttrs?: Record<string, string>
+  releasedAt?: string
+}
+
+export interface Block {
+  cidr: Cidr
+  /** `host:<node>`, `virtual:<name>`, or null for a block nobody owns. */
+  affinity: string | null
+  affinityClaimTime?: string
+  allocations: (number | null)[]
+  unallocated: number[]
+  /** null only for a fresh block with no attributes yet (Go's nil slice). */
+  attributes: Attribute[] | null
+  sequenceNumber: bigint
+  sequenceNumberForAllocation: Map<string, bigint>
+  deleted: boolean
+}
+
+export function newBlock(cidr: Cidr, affinity: string | null, now: Date, seq: bigint): Block {
+  const size = Number(cidrSize(cidr))
+  return {
+    cidr,
+    affinity,
+    affinityClaimTime: affinity ? rfc3339(now) : undefined,
+    allocations: Array<null>(size).fill(null),
+    unallocated: Array.from({length: size}, (_, i) => i),
+    attributes: null,
+    sequenceNumber: seq,
+    sequenceNumberForAllocation: new Map(),
+    deleted: false,
+  }
+}
+
+export const blockSize = (b: Block): number => b.allocations.length
+
+export function cloneBlock(b: Block): Block {
+  return {
+    ...b,
+    allocations: [...b.allocations],
+    unallocated: [...b.unallocated],
+    attributes: b.attributes && b.attributes.map((a) => structuredClone(a)),
+    sequenceNumberForAllocation: new Map(b.sequenceNumberForAllocation),
+  }
+}
+
+/** Handle IDs from very old data may carry a trailing `\r…`; upstream cuts it off. */
+export const sanitizeHandle = (h: string): string => h.split('\r')[0]!
+
+export const ownerHost = (b: Block): string | undefined => (b.affinity?.startsWith('host:') ? b.affinity.slice(5) : undefined)
+
+export function ordinalOf(b: Block, ip: Ip): number {
+  if (ip.family !== b.cidr.family || maskIp(ip.family, ip.value, b.cidr.prefix) !== b.cidr.base) {
+    throw new ValidationError(`IP ${formatIp(ip.family, ip.value)} is not in block ${formatCidr(b.cidr)}`)
+  }
+  return Number(ip.value - b.cidr.base)
+}
+
+export const ipOf = (b: Block, ordinal: number): Ip => ({family: b.cidr.family, value: b.cidr.base + BigInt(ordinal)})
+
+export const attributeOf = (b: Block, ordinal: number): Attribute | undefined => {
+  const idx = b.allocations[ordinal]
+  return idx === null || idx === undefined ? undefined : b.attributes?.[idx]
+}
+
+export const isCoolingDown = (a: Attribute | undefined): boolean => a?.releasedAt !== undefined && a.handle_id === undefined
+
+export const allocatedOrdinals = (b: Block): number[] =>
+  b.allocations.flatMap((a, i) => (a === null ? [] : [i]))
+
+export const WINDOWS_RESERVED_HANDLE = 'windows-reserved-ipam-handle'
+
+/** Empty = nothing but Windows host reservations; addresses in cooldown make a block non-empty. */
+export function isEmpty(b: Block): boolean {
+  return b.allocations.every((a) => {
+    if (a === null) return true
+    const h = b.attributes?.[a]?.handle_id
+    return h !== undefined && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
+  })
+}
+
+export const numFree = (b: Block): number => b.unallocated.length
+
+function sameAttr(a: Attribute, b: Attribute): boolean {
+  return encodeAttribute(a) === encodeAttribute(b)
+}
+
+/** Allocations with equal (handle, attributes) share one attribute record. */
+function attributeIndex(b: Block, attr: Attribute): number {
+  b.attributes ??= []
+  const found = b.attributes.findIndex((a) => sameAttr(a, attr))
+  if (found >= 0) return found
+  b.attributes.push(attr)
+  return b.attributes.length - 1
+}
+
+/**
+ * Take up to `n` free ordinals from the head of the FIFO (longest-free first). `skip` excludes
+ * ordinals (e.g. reserved) without disturbing their place in the queue. Mutates `b`.
+ */
+export function takeOrdinals(b: Block, n: number, attr: Attribute, skip?: (o: number) => boolean): number[] {
+  const taken: number[] = []
+  const kept: number[] = []
+  for (const o of b.unallocated) {
+    if (taken.length < n && !skip?.(o)) taken.push(o)
+    else kept.push(o)
+  }
+  if (taken.length === 0) return taken
+  const idx = attributeIndex(b, attr)
+  for (const o of taken) {
+    b.allocations[o] = idx
+    b.sequenceNumberForAllocation.set(String(o), b.sequenceNumber)
+  }
+  b.unallocated = kept
+  return taken
+}
+
+/** Allocate one specific ordinal. Returns false if it is not free (allocated or cooling down). */
+export function takeOrdinal(b: Block, o: number, attr: Attribute): boolean {
+  const pos = b.unallocated.indexOf(o)
+  if (pos < 0 || b.allocations[o] !== null) return false
+  b.unallocated.splice(pos, 1)
+  b.allocations[o] = attributeIndex(b, attr)
+  b.sequenceNumberForAllocation.set(String(o), b.sequenceNumber)
+  return true
+}
+
+/** Point ordinals at a fresh `releasedAt` record, then collect what the cooldown allows. Mutates `b`. */
+export function markReleased(b: Block, ordinals: number[], now: Date, cooldownSeconds: number, opts: {recordSeq: boolean}): void {
+  if (ordinals.length === 0) return
+  b.attributes ??= []
+  b.attributes.push({releasedAt: rfc3339(now)})
+  const idx = b.attributes.length - 1
+  for (const o of ordinals) {
+    b.allocations[o] = idx
+    if (opts.recordSeq) b.sequenceNumberForAllocation.set(String(o), b.sequenceNumber)
+  }
+  garbageCollect(b, cooldownSeconds, now)
+}
+
+/**
+ * Return ordinals whose cooldown has expired to the tail of the free queue (ascending), and prune
+ * attributes nobody references. Returns whether anything changed. Mutates `b`.
+ */
+export function garbageCollect(b: Block, cooldownSeconds: number, now: Date): boolean {
+  const cutoff = now.getTime() - cooldownSeconds * 1000
+  let changed = false
+  b.allocations.forEach((idx, o) => {
+    if (idx === null) return
+    const a = b.attributes?.[idx]
+    if (a && isCoolingDown(a) && Date.parse(a.releasedAt!) <= cutoff) {
+      b.allocations[o] = null
+      b.unallocated.push(o)
+      b.sequenceNumberForAllocation.delete(String(o))
+      changed = true
+    }
+  })
+  if (!b.attributes) return changed
+  const used = new Set(b.allocations.filter((a): a is number => a !== null))
+  if (used.size === b.attributes.length) return changed
+  const remap = new Map<number, number>()
+  const kept: Attribute[] = []
+  b.attributes.forEach((a, i) => {
+    if (used.has(i)) {
+      remap.set(i, kept.length)
+      kept.push(a)
+    }
+  })
+  b.attributes = kept
+  b.allocations = b.allocations.map((a) => (a === null ? null : remap.get(a)!))
+  return true
+}
+
+/** Invariant violations, worded as `calicoctl ipam check` words them (reference §4.3). */
+export function blockProblems(b: Block, now: Date): string[] {
+  const out: string[] = []
+  const attrs = b.attributes ?? []
+  const size = blockSize(b)
+  const referenced = new Set<number>()
+  b.allocations.forEach((a, o) => {
+    if (a === null) return
+    if (a < 0 || a >= attrs.length) out.push(`allocation ${o} indexes a nonexistent attribute ${a}`)
+    referenced.add(a)
+  })
+  attrs.forEach((a, i) => {
+    if (!referenced.has(i)) out.push(`attribute index ${i} exists but is not indexed by an allocation`)
+    if (a.releasedAt && Date.parse(a.releasedAt) > now.getTime()) {
+      out.push(`attribute index ${i} has releasedAt in the future, suggesting clock skew`)
+    }
+  })
+  const seen = new Set<number>()
+  for (const o of b.unallocated) {
+    if (o < 0 || o >= size) out.push(`ordinal ${o} appears in the Unallocated array but is out of the block`)
+    else if (seen.has(o)) out.push(`ordinal ${o} appears more than once in Unallocated array`)
+    else if (b.allocations[o] !== null) out.push(`ordinal ${o} is allocated but appears in Unallocated`)
+    seen.add(o)
+  }
+  const allocated = b.allocations.filter((a) => a !== null).length
+  if (b.unallocated.length + allocated !== size) {
+    out.push(`expected ${size} addresses in this block, but Unallocated (${b.unallocated.length}) + Allocated (${allocated}) = ${b.unallocated.length + allocated}`)
+  }
+  return out
+}
+
+function encodeAttribute(a: Attribute): string {
+  return encodeJson({
+    handle_id: a.handle_id,
+    secondary: a.secondary && Object.keys(a.secondary).length ? goMap(a.secondary) : undefined,
+    alternateOwnerAttrs: a.alternateOwnerAttrs && Object.keys(a.alternateOwnerAttrs).length ? goMap(a.alternateOwnerAttrs) : undefined,
+    releasedAt: a.releasedAt,
+  })
+}
+
+/** Exactly the bytes Go's encoding/json writes for model.AllocationBlock. */
+export function encodeBlock(b: Block): string {
+  return encodeJson({
+    cidr: formatCidr(b.cidr),
+    affinity: b.affinity,
+    affinity_claim_time: b.affinityClaimTime,
+    allocations: b.allocations,
+    unallocated: b.unallocated,
+    attributes: b.attributes === null ? null : new RawJson(`[${b.attributes.map(encodeAttribute).join(',')}]`),
+    sequenceNumber: b.sequenceNumber,
+    sequenceNumberForAllocation: goMap(b.sequenceNumberForAllocation),
+    deleted: b.deleted,
+  })
+}
+
+function strMap(v: JsonValue | undefined): Record<string, string> | undefined {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'object' || Array.isArray(v)) throw new ValidationError('malformed block: attribute map is not an object')
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)]))
+}
+
+export function decodeBlock(text: string): Block {
+  const raw = parseJson(text)
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ValidationError('malformed block: not a JSON object')
+  const cidr = parseCidr(String(raw.cidr))
+  const size = Number(cidrSize(cidr))
+  const allocations = Array.isArray(raw.allocations) ? raw.allocations.map((a) => (a === null ? null : Number(a))) : []
+  if (allocations.length !== size) throw new ValidationError(`malformed block ${formatCidr(cidr)}: ${allocations.length} allocations for ${size} addresses`)
+  const legacyHost = typeof raw.hostAffinity === 'string' && raw.hostAffinity ? `host:${raw.hostAffinity}` : null
+  const seqFor = new Map<string, bigint>()
+  const sfa = raw.sequenceNumberForAllocation
+  if (sfa && typeof sfa === 'object' && !Array.isArray(sfa)) {
+    for (const [k, v] of Object.entries(sfa)) seqFor.set(k, asBigInt(v, 'sequenceNumberForAllocation'))
+  }
+  return {
+    cidr,
+    affinity: typeof raw.affinity === 'string' ? raw.affinity : legacyHost,
+    affinityClaimTime: typeof raw.affinity_claim_time === 'string' ? raw.affinity_claim_time : undefined,
+    allocations,
+    unallocated: Array.isArray(raw.unallocated) ? raw.unallocated.map(Number) : [],
+    attributes: Array.isArray(raw.attributes)
+      ? raw.attributes.map((a) => {
+          const o = (a ?? {}) as Record<string, JsonValue>
+          return {
+            handle_id: typeof o.handle_id === 'string' ? o.handle_id : undefined,
+            secondary: strMap(o.secondary),
+            alternateOwnerAttrs: strMap(o.alternateOwnerAttrs),
+            releasedAt: typeof o.releasedAt === 'string' ? o.releasedAt : undefined,
+          }
+        })
+      : null,
+    sequenceNumber: raw.sequenceNumber === undefined ? 0n : asBigInt(raw.sequenceNumber, 'sequenceNumber'),
+    sequenceNumberForAllocation: seqFor,
+    deleted: raw.deleted === true,
+  }
+}

@@ -1,0 +1,129 @@
+// Shared plumbing of the IPAM operations: the context they run in, reads that every operation does, the
+// one retry helper, and a write batch that turns a logical change into one guarded transaction.
+import {ConflictError, RevisionConflict} from '../errors.js'
+import {type Cidr, formatCidr} from '../net/cidr.js'
+import {keys} from '../store/keys.js'
+import type {Condition, KeyValue, Store, WriteOp} from '../store/store.js'
+import {guardFor} from '../store/store.js'
+import {type Block, decodeBlock, encodeBlock, garbageCollect} from './block.js'
+import {decodePool, type Pool} from './pool.js'
+import {DEFAULT_IPAM_CONFIG, decodeHandle, decodeIpamConfig, encodeHandle, type IpamConfig} from './records.js'
+import {type Clock, systemClock} from './time.js'
+
+export interface Ctx {
+  readonly store: Store
+  readonly clock: Clock
+  /** Attempts per guarded write before giving up; upstream uses 100. */
+  readonly maxAttempts: number
+}
+
+export function makeCtx(store: Store, opts: {clock?: Clock; maxAttempts?: number} = {}): Ctx {
+  return {store, clock: opts.clock ?? systemClock, maxAttempts: opts.maxAttempts ?? 100}
+}
+
+export const MAX_RETRIES_MESSAGE = 'Max retries hit - excessive concurrent IPAM requests'
+
+/**
+ * Run `fn` until it stops losing compare-and-swap races. Only RevisionConflict is retried; it means
+ * "re-read and recompute", so `fn` must do its reads inside. Jittered back-off keeps many processes
+ * racing for one block from retrying in lock-step.
+ */
+export async function withRetry<T>(ctx: Ctx, fn: (attempt: number) => Promise<T>): Promise<T> {
+  for (let attempt = 0; attempt < ctx.maxAttempts; attempt++) {
+    try {
+      return await fn(attempt)
+    } catch (err) {
+      if (!(err instanceof RevisionConflict)) throw err
+      if (attempt >= 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)))
+    }
+  }
+  throw new ConflictError(MAX_RETRIES_MESSAGE)
+}
+
+export async function loadConfig(ctx: Ctx): Promise<IpamConfig> {
+  const kv = await ctx.store.get(keys.ipamConfig())
+  // Upstream returns defaults for a missing config without writing them.
+  return kv ? decodeIpamConfig(kv.value) : {...DEFAULT_IPAM_CONFIG}
+}
+
+/** All pools in name order (the store's key order), as upstream processes them. */
+export async function listPools(ctx: Ctx): Promise<Pool[]> {
+  const kvs = await ctx.store.list(keys.resourcePrefix('ippools'))
+  return kvs.map((kv) => decodePool(kv.value))
+}
+
+export interface LoadedBlock {
+  readonly kv: KeyValue
+  /** Already garbage-collected; writing it persists the collection in the same CAS. */
+  readonly block: Block
+}
+
+export async function loadBlock(ctx: Ctx, cidr: Cidr, cooldownSeconds: number): Promise<LoadedBlock | undefined> {
+  const kv = await ctx.store.get(keys.block(cidr))
+  if (!kv) return undefined
+  const block = decodeBlock(kv.value)
+  garbageCollect(block, cooldownSeconds, ctx.clock.now())
+  return {kv, block}
+}
+
+/** The pieces of one logical change, committed as a single guarded transaction (Part A.2). */
+export class WriteBatch {
+  private readonly conditions: Condition[] = []
+  private readonly ops: WriteOp[] = []
+  private readonly handleDeltas = new Map<string, Map<string, number>>()
+
+  constructor(private readonly ctx: Ctx) {}
+
+  guard(key: string, seen: KeyValue | undefined): this {
+    this.conditions.push(guardFor(key, seen))
+    return this
+  }
+
+  put(key: string, value: string, seen: KeyValue | undefined): this {
+    this.guard(key, seen)
+    this.ops.push({put: key, value})
+    return this
+  }
+
+  delete(key: string, seen: KeyValue): this {
+    this.guard(key, seen)
+    this.ops.push({delete: key})
+    return this
+  }
+
+  /** Update (bumping the sequence number, as upstream's updateBlock does) or create a block. */
+  putBlock(block: Block, seen: KeyValue | undefined): this {
+    if (seen) block.sequenceNumber += 1n
+    return this.put(keys.block(block.cidr), encodeBlock(block), seen)
+  }
+
+  /** Record that `handle` gains (or loses) `delta` addresses in `block`; applied at commit. */
+  countHandle(handle: string | undefined, block: Cidr, delta: number): this {
+    if (handle === undefined || delta === 0) return this
+    const per = this.handleDeltas.get(handle) ?? new Map<string, number>()
+    const cidr = formatCidr(block)
+    per.set(cidr, (per.get(cidr) ?? 0) + delta)
+    this.handleDeltas.set(handle, per)
+    return this
+  }
+
+  /** Throws RevisionConflict if anything it read has changed since. */
+  async commit(): Promise<void> {
+    for (const [handle, deltas] of this.handleDeltas) {
+      const key = keys.handle(handle)
+      const seen = await this.ctx.store.get(key)
+      const counts = seen ? decodeHandle(seen.value) : new Map<string, number>()
+      for (const [cidr, d] of deltas) {
+        // Never below zero: legacy over-counted handles (upstream quirk 3.15.1) must still release cleanly.
+        const n = Math.max(0, (counts.get(cidr) ?? 0) + d)
+        if (n === 0) counts.delete(cidr)
+        else counts.set(cidr, n)
+      }
+      if (counts.size > 0) this.put(key, encodeHandle(counts), seen)
+      else if (seen) this.delete(key, seen)
+    }
+    if (this.ops.length === 0) return
+    const r = await this.ctx.store.txn(this.conditions, this.ops)
+    if (!r.succeeded) throw new RevisionConflict('datastore changed while writing; retrying')
+  }
+}

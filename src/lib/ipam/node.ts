@@ -1,0 +1,64 @@
+// Node records: pools' nodeSelectors match against their labels. Created on first use of a host name.
+import {randomUUID} from 'node:crypto'
+import {encodeJson, goMap, type JsonValue, parseJson} from '../codec/gojson.js'
+import {ValidationError} from '../errors.js'
+import {isValidHostName, keys} from '../store/keys.js'
+import type {Store} from '../store/store.js'
+import {rfc3339} from './time.js'
+
+export interface NodeRecord {
+  name: string
+  uid: string
+  creationTimestamp: string
+  labels: Record<string, string>
+}
+
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/
+
+export function validateHostName(host: string): void {
+  if (!isValidHostName(host)) throw new ValidationError(`invalid host name ${JSON.stringify(host)}: it must be 1-253 characters with no "/" or whitespace`)
+}
+
+/** Kubernetes label rules: `prefix/name=value`, name and value at most 63 characters. */
+export function validateLabels(labels: Record<string, string>): void {
+  for (const [k, v] of Object.entries(labels)) {
+    const name = k.includes('/') ? k.slice(k.indexOf('/') + 1) : k
+    if (!LABEL_KEY.test(k) || name.length > 63) throw new ValidationError(`invalid label key ${JSON.stringify(k)}`)
+    if (!LABEL_VALUE.test(v) || v.length > 63) throw new ValidationError(`invalid value ${JSON.stringify(v)} for label ${k}`)
+  }
+}
+
+export function encodeNode(n: NodeRecord): string {
+  return encodeJson({
+    kind: 'Node',
+    apiVersion: 'projectcalico.org/v3',
+    metadata: {name: n.name, uid: n.uid, creationTimestamp: n.creationTimestamp, labels: Object.keys(n.labels).length ? goMap(n.labels) : undefined},
+    spec: {},
+  })
+}
+
+export function decodeNode(text: string): NodeRecord {
+  const raw = parseJson(text) as {metadata?: Record<string, JsonValue>}
+  const md = raw?.metadata ?? {}
+  const labels = (md.labels && typeof md.labels === 'object' ? md.labels : {}) as Record<string, string>
+  return {name: String(md.name), uid: String(md.uid ?? ''), creationTimestamp: String(md.creationTimestamp ?? ''), labels}
+}
+
+export function newNode(name: string, labels: Record<string, string>, now: Date): NodeRecord {
+  return {name, uid: randomUUID(), creationTimestamp: rfc3339(now), labels}
+}
+
+/** The node's record, creating an unlabelled one if this is the first time the host is seen. */
+export async function ensureNode(store: Store, host: string, now: Date): Promise<NodeRecord> {
+  validateHostName(host)
+  const key = keys.node(host)
+  for (;;) {
+    const kv = await store.get(key)
+    if (kv) return decodeNode(kv.value)
+    const node = newNode(host, {}, now)
+    const r = await store.txn([{key, absent: true}], [{put: key, value: encodeNode(node)}])
+    if (r.succeeded) return node
+    // Someone else created it between our read and write: read theirs.
+  }
+}

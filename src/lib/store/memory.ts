@@ -1,0 +1,41 @@
+// In-process store with the same semantics as the persistent ones: for fast unit tests of the core.
+import type {Condition, KeyValue, Store, TxnResult, WriteOp} from './store.js'
+
+export class MemoryStore implements Store {
+  readonly description = 'memory'
+  private readonly data = new Map<string, KeyValue>()
+  private rev = 0n
+
+  async get(key: string): Promise<KeyValue | undefined> {
+    return this.data.get(key)
+  }
+
+  async list(prefix: string): Promise<KeyValue[]> {
+    return [...this.data.values()].filter((kv) => kv.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+  }
+
+  async listKeys(prefix: string): Promise<string[]> {
+    return (await this.list(prefix)).map((kv) => kv.key)
+  }
+
+  async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
+    for (const c of conditions) {
+      const seen = this.data.get(c.key)
+      const ok = 'absent' in c ? seen === undefined : seen?.modRevision === c.modRevision
+      if (!ok) return {succeeded: false, revision: this.rev}
+    }
+    if (ops.length === 0) return {succeeded: true, revision: this.rev}
+    this.rev++
+    for (const op of ops) {
+      if ('put' in op) this.data.set(op.put, {key: op.put, value: op.value, modRevision: this.rev})
+      else this.data.delete(op.delete)
+    }
+    return {succeeded: true, revision: this.rev}
+  }
+
+  async revision(): Promise<bigint> {
+    return this.rev
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,144 @@
+// Embedded datastore: one SQLite file in WAL mode, shared safely by any number of processes.
+// Every write is one IMMEDIATE transaction that checks its guards and bumps a single global revision,
+// which gives the same compare-and-swap semantics as etcd's Txn.
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import {DatastoreUnavailableError} from '../errors.js'
+import type {Condition, KeyValue, Store, TxnResult, WriteOp} from './store.js'
+
+export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
+
+/** `/var/lib/ipamctl/ipam.db` for root, else under $XDG_DATA_HOME (or ~/.local/share). */
+export function defaultDatastorePath(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? 0): string {
+  if (uid === 0) return '/var/lib/ipamctl/ipam.db'
+  const base = env.XDG_DATA_HOME || path.join(env.HOME || os.homedir(), '.local', 'share')
+  return path.join(base, 'ipamctl', 'ipam.db')
+}
+
+/** Upper bound for a prefix range scan: the smallest string greater than every string with that prefix. */
+function prefixEnd(prefix: string): string | undefined {
+  for (let i = prefix.length - 1; i >= 0; i--) {
+    const c = prefix.charCodeAt(i)
+    if (c < 0x7f) return prefix.slice(0, i) + String.fromCharCode(c + 1)
+  }
+  return undefined
+}
+
+type Row = {key: string; value: string; mod_revision: bigint}
+
+export class SqliteStore implements Store {
+  readonly description: string
+  private readonly db: Database.Database
+
+  private constructor(readonly file: string, db: Database.Database) {
+    this.db = db
+    this.description = `embedded (${file})`
+  }
+
+  static open(file: string, opts: {busyTimeoutMs?: number} = {}): SqliteStore {
+    const busy = opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+    let db: Database.Database
+    try {
+      fs.mkdirSync(path.dirname(file), {recursive: true, mode: 0o700})
+      // Create the file ourselves so its mode is 0600 regardless of umask; SQLite gives its -wal and -shm
+      // files the same mode as the database.
+      fs.closeSync(fs.openSync(file, 'a', 0o600))
+      db = new Database(file, {timeout: busy})
+      db.pragma('journal_mode = WAL')
+      db.pragma('synchronous = FULL')
+      db.pragma(`busy_timeout = ${busy}`)
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, mod_revision INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT OR IGNORE INTO meta (name, value) VALUES ('revision', 0);
+      `)
+    } catch (err) {
+      throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}`, {cause: err})
+    }
+    return new SqliteStore(file, db)
+  }
+
+  private run<T>(fn: () => T): T {
+    try {
+      return fn()
+    } catch (err) {
+      const code = (err as {code?: string}).code ?? ''
+      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+        throw new DatastoreUnavailableError(`embedded datastore ${this.file} is busy: another process held its lock too long; try again`, {cause: err})
+      }
+      if (code.startsWith('SQLITE_')) {
+        throw new DatastoreUnavailableError(`embedded datastore ${this.file} failed: ${describe(err)}`, {cause: err})
+      }
+      throw err
+    }
+  }
+
+  async get(key: string): Promise<KeyValue | undefined> {
+    return this.run(() => {
+      const row = this.db.prepare('SELECT key, value, mod_revision FROM kv WHERE key = ?').safeIntegers(true).get(key) as Row | undefined
+      return row && toKv(row)
+    })
+  }
+
+  async list(prefix: string): Promise<KeyValue[]> {
+    return this.run(() => this.scan('key, value, mod_revision', prefix).map((r) => toKv(r as Row)))
+  }
+
+  async listKeys(prefix: string): Promise<string[]> {
+    return this.run(() => this.scan('key', prefix).map((r) => (r as {key: string}).key))
+  }
+
+  private scan(columns: string, prefix: string): unknown[] {
+    const end = prefixEnd(prefix)
+    if (end !== undefined) {
+      return this.db.prepare(`SELECT ${columns} FROM kv WHERE key >= ? AND key < ? ORDER BY key`).safeIntegers(true).all(prefix, end)
+    }
+    return this.db.prepare(`SELECT ${columns} FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key`).safeIntegers(true).all(prefix.length, prefix)
+  }
+
+  async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
+    return this.run(() => {
+      const rev = this.db.prepare('SELECT mod_revision FROM kv WHERE key = ?').safeIntegers(true).pluck()
+      const current = this.db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck()
+      const put = this.db.prepare('INSERT INTO kv (key, value, mod_revision) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision')
+      const del = this.db.prepare('DELETE FROM kv WHERE key = ?')
+      const bump = this.db.prepare("UPDATE meta SET value = ? WHERE name = 'revision'")
+      const body = this.db.transaction((): TxnResult => {
+        const now = current.get() as bigint
+        for (const c of conditions) {
+          const seen = rev.get(c.key) as bigint | undefined
+          const ok = 'absent' in c ? seen === undefined : seen === c.modRevision
+          if (!ok) return {succeeded: false, revision: now}
+        }
+        if (ops.length === 0) return {succeeded: true, revision: now}
+        const next = now + 1n
+        for (const op of ops) {
+          if ('put' in op) put.run(op.put, op.value, next)
+          else del.run(op.delete)
+        }
+        bump.run(next)
+        return {succeeded: true, revision: next}
+      })
+      // IMMEDIATE takes the write lock up front, so two writers never both read and then deadlock on upgrade.
+      return body.immediate()
+    })
+  }
+
+  async revision(): Promise<bigint> {
+    return this.run(() => this.db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck().get() as bigint)
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close()
+  }
+}
+
+function toKv(r: Row): KeyValue {
+  return {key: r.key, value: r.value, modRevision: BigInt(r.mod_revision)}
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}

@@ -1,0 +1,40 @@
+// The one datastore contract. It is deliberately etcd-shaped (a global revision counter, per-key
+// mod-revisions, guarded multi-key transactions) so the IPAM core runs unchanged on the embedded store
+// and on etcd v3.
+
+export interface KeyValue {
+  readonly key: string
+  readonly value: string
+  /** Revision of the last write to this key; never 0 for a key that exists. */
+  readonly modRevision: bigint
+}
+
+/** A guard on one key: it must be absent, or its mod-revision must equal `modRevision`. */
+export type Condition = {readonly key: string; readonly absent: true} | {readonly key: string; readonly modRevision: bigint}
+
+export type WriteOp = {readonly put: string; readonly value: string} | {readonly delete: string}
+
+export interface TxnResult {
+  readonly succeeded: boolean
+  /** The store revision after the commit (or the current one when the guards failed). */
+  readonly revision: bigint
+}
+
+export interface Store {
+  /** A short description for status output, e.g. `embedded (/var/lib/ipamctl/ipam.db)`. */
+  readonly description: string
+  get(key: string): Promise<KeyValue | undefined>
+  /** Every key starting with `prefix`, in lexicographic (byte) order. */
+  list(prefix: string): Promise<KeyValue[]>
+  /** Keys only: cheap enough to walk thousands of blocks without reading their values. */
+  listKeys(prefix: string): Promise<string[]>
+  /** All ops apply atomically iff every condition holds. */
+  txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult>
+  revision(): Promise<bigint>
+  close(): Promise<void>
+}
+
+/** Guard that reflects what the caller read: absent if it read nothing, else the revision it saw. */
+export function guardFor(key: string, seen: KeyValue | undefined): Condition {
+  return seen ? {key, modRevision: seen.modRevision} : {key, absent: true}
+}
