@@ -97,7 +97,7 @@ export class WriteBatch {
     return this.put(keys.block(block.cidr), encodeBlock(block), seen)
   }
 
-  /** Record that `handle` gains (or loses) `delta` addresses in `block`; applied at commit. */
+  /** Record that `handle` gains (or loses) `delta` addresses in `block`; -Infinity drops the block entry. */
   countHandle(handle: string | undefined, block: Cidr, delta: number): this {
     if (handle === undefined || delta === 0) return this
     const per = this.handleDeltas.get(handle) ?? new Map<string, number>()

@@ -62,3 +62,21 @@ export async function ensureNode(store: Store, host: string, now: Date): Promise
     // Someone else created it between our read and write: read theirs.
   }
 }
+
+export async function listNodes(store: Store): Promise<NodeRecord[]> {
+  return (await store.list(keys.resourcePrefix('nodes'))).map((kv) => decodeNode(kv.value))
+}
+
+/** Create a node, or replace the labels of an existing one. */
+export async function upsertNode(store: Store, name: string, labels: Record<string, string>, now: Date): Promise<{node: NodeRecord; created: boolean}> {
+  validateHostName(name)
+  validateLabels(labels)
+  const key = keys.node(name)
+  for (;;) {
+    const kv = await store.get(key)
+    const node = kv ? {...decodeNode(kv.value), labels} : newNode(name, labels, now)
+    const guard = kv ? {key, modRevision: kv.modRevision} : {key, absent: true as const}
+    const r = await store.txn([guard], [{put: key, value: encodeNode(node)}])
+    if (r.succeeded) return {node, created: !kv}
+  }
+}

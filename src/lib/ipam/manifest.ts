@@ -1,0 +1,60 @@
+// Calico IPPool manifests (YAML or JSON, several documents, or a List) → pool inputs. Strict: an unknown
+// field is almost always a typo that would otherwise silently become a default.
+import {parseAllDocuments} from 'yaml'
+import {ValidationError} from '../errors.js'
+import type {PoolInput} from './pool.js'
+
+const SPEC_FIELDS = new Set([
+  'cidr', 'vxlanMode', 'ipipMode', 'natOutgoing', 'disabled', 'disableBGPExport', 'blockSize',
+  'nodeSelector', 'namespaceSelector', 'allowedUses', 'assignmentMode',
+])
+const METADATA_FIELDS = new Set(['name', 'labels', 'annotations', 'uid', 'creationTimestamp', 'resourceVersion'])
+
+type Obj = Record<string, unknown>
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+function poolFrom(doc: unknown, where: string): PoolInput {
+  if (!isObj(doc)) throw new ValidationError(`${where}: expected an IPPool object`)
+  if (doc.kind !== 'IPPool') throw new ValidationError(`${where}: kind must be IPPool (got ${JSON.stringify(doc.kind)})`)
+  if (doc.apiVersion !== undefined && doc.apiVersion !== 'projectcalico.org/v3') {
+    throw new ValidationError(`${where}: apiVersion must be projectcalico.org/v3 (got ${JSON.stringify(doc.apiVersion)})`)
+  }
+  const md = doc.metadata
+  if (!isObj(md) || typeof md.name !== 'string') throw new ValidationError(`${where}: metadata.name is required`)
+  for (const k of Object.keys(md)) if (!METADATA_FIELDS.has(k)) throw new ValidationError(`${where}: unknown field metadata.${k}`)
+  const spec = doc.spec
+  if (!isObj(spec)) throw new ValidationError(`${where}: spec is required`)
+  for (const k of Object.keys(spec)) if (!SPEC_FIELDS.has(k)) throw new ValidationError(`${where}: unknown field spec.${k}`)
+  if (typeof spec.cidr !== 'string') throw new ValidationError(`${where}: spec.cidr is required`)
+  const types: Record<string, string> = {natOutgoing: 'boolean', disabled: 'boolean', disableBGPExport: 'boolean', blockSize: 'number', nodeSelector: 'string', namespaceSelector: 'string', vxlanMode: 'string', ipipMode: 'string', assignmentMode: 'string'}
+  for (const [k, t] of Object.entries(types)) {
+    if (spec[k] !== undefined && typeof spec[k] !== t) throw new ValidationError(`${where}: spec.${k} must be a ${t}`)
+  }
+  if (spec.allowedUses !== undefined && !(Array.isArray(spec.allowedUses) && spec.allowedUses.every((u) => typeof u === 'string'))) {
+    throw new ValidationError(`${where}: spec.allowedUses must be a list of strings`)
+  }
+  const labels = md.labels
+  if (labels !== undefined && !(isObj(labels) && Object.values(labels).every((v) => typeof v === 'string'))) {
+    throw new ValidationError(`${where}: metadata.labels must map strings to strings`)
+  }
+  return {...(spec as Partial<PoolInput>), cidr: spec.cidr, name: md.name, labels: labels as Record<string, string> | undefined}
+}
+
+export function parsePoolManifest(text: string, source = 'manifest'): PoolInput[] {
+  const docs = parseAllDocuments(text)
+  const out: PoolInput[] = []
+  docs.forEach((d, i) => {
+    const where = docs.length > 1 ? `${source} document ${i + 1}` : source
+    if (d.errors.length > 0) throw new ValidationError(`${where}: ${d.errors[0]!.message.split('\n')[0]}`)
+    const v: unknown = d.toJS()
+    if (v === null || v === undefined) return
+    if (isObj(v) && (v.kind === 'List' || v.kind === 'IPPoolList')) {
+      if (!Array.isArray(v.items)) throw new ValidationError(`${where}: a ${v.kind} needs items`)
+      v.items.forEach((item, j) => out.push(poolFrom(item, `${where} item ${j + 1}`)))
+    } else {
+      out.push(poolFrom(v, where))
+    }
+  })
+  if (out.length === 0) throw new ValidationError(`${source}: no IPPool found`)
+  return out
+}

@@ -1,0 +1,226 @@
+// Read-only views: who owns an address, a handle's addresses, blocks, utilization, borrowed addresses.
+import {NotFoundError, ValidationError} from '../errors.js'
+import {type Cidr, cidrSize, compareCidr, containsCidr, containsIp, formatCidr, formatIp, maskIp, parseCidr, parseCidrOrIp, parseIp} from '../net/cidr.js'
+import {keys} from '../store/keys.js'
+import type {KeyValue} from '../store/store.js'
+import {type Block, attributeOf, decodeBlock, garbageCollect, isCoolingDown, ownerHost, sanitizeHandle} from './block.js'
+import {type Ctx, listPools, loadBlock, loadConfig} from './context.js'
+import type {Pool} from './pool.js'
+import {decodeHandle} from './records.js'
+
+export interface StoredBlock {
+  readonly kv: KeyValue
+  readonly block: Block
+}
+
+/** Every block, garbage-collected in memory (not written back), in key order. */
+export async function listBlocks(ctx: Ctx, opts: {host?: string; cooldownSeconds?: number} = {}): Promise<StoredBlock[]> {
+  const cooldown = opts.cooldownSeconds ?? (await loadConfig(ctx)).ipCooldownSeconds
+  const now = ctx.clock.now()
+  const out: StoredBlock[] = []
+  for (const kv of await ctx.store.list(keys.blockPrefix())) {
+    const block = decodeBlock(kv.value)
+    garbageCollect(block, cooldown, now)
+    if (opts.host === undefined || ownerHost(block) === opts.host) out.push({kv, block})
+  }
+  return out
+}
+
+/** The stored block containing an address or equal to a CIDR, exactly as stored. */
+export async function findBlock(ctx: Ctx, ref: string): Promise<KeyValue> {
+  const target = parseCidrOrIp(ref)
+  const pools = await listPools(ctx)
+  const pool = pools.find((p) => containsCidr(p.cidr, target) && target.prefix >= p.spec.blockSize)
+  if (pool) {
+    const cidr = {family: target.family, base: maskIp(target.family, target.base, pool.spec.blockSize), prefix: pool.spec.blockSize}
+    const kv = await ctx.store.get(keys.block(cidr))
+    if (kv) return kv
+  }
+  for (const kv of await ctx.store.list(keys.blockPrefix(target.family))) {
+    const block = decodeBlock(kv.value)
+    if (containsCidr(block.cidr, target)) return kv
+  }
+  throw new NotFoundError(`no allocation block contains ${ref}`)
+}
+
+export interface IpOwner {
+  ip: string
+  block: string
+  handle?: string
+  attrs: Record<string, string>
+  alternateAttrs: Record<string, string>
+  sequenceNumber?: bigint
+}
+
+export type IpStatus = {state: 'assigned'; owner: IpOwner} | {state: 'free'} | {state: 'cooldown'; releasedAt: string}
+
+/** Who holds an address. Unlike upstream, disabled pools are searched too (quirk 3.15.7). */
+export async function ipStatus(ctx: Ctx, ipText: string): Promise<IpStatus> {
+  const ip = parseIp(ipText)
+  const cfg = await loadConfig(ctx)
+  const pools = await listPools(ctx)
+  const pool = pools.find((p) => containsIp(p.cidr, ip))
+  let loaded: StoredBlock | undefined
+  if (pool) {
+    loaded = await loadBlock(ctx, {family: ip.family, base: maskIp(ip.family, ip.value, pool.spec.blockSize), prefix: pool.spec.blockSize}, cfg.ipCooldownSeconds)
+  } else {
+    try {
+      const kv = await findBlock(ctx, ipText)
+      loaded = await loadBlock(ctx, decodeBlock(kv.value).cidr, cfg.ipCooldownSeconds)
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err
+    }
+  }
+  if (!loaded) return {state: 'free'}
+  const o = Number(ip.value - loaded.block.cidr.base)
+  const attr = attributeOf(loaded.block, o)
+  if (!attr) return {state: 'free'}
+  if (isCoolingDown(attr)) return {state: 'cooldown', releasedAt: attr.releasedAt!}
+  return {
+    state: 'assigned',
+    owner: {
+      ip: formatIp(ip.family, ip.value),
+      block: formatCidr(loaded.block.cidr),
+      handle: attr.handle_id === undefined ? undefined : sanitizeHandle(attr.handle_id),
+      attrs: attr.secondary ?? {},
+      alternateAttrs: attr.alternateOwnerAttrs ?? {},
+      sequenceNumber: loaded.block.sequenceNumberForAllocation.get(String(o)),
+    },
+  }
+}
+
+/** Addresses held by a handle (cooling-down ones excluded). Unknown handle → NotFoundError. */
+export async function ipsByHandle(ctx: Ctx, handleId: string): Promise<string[]> {
+  const handle = sanitizeHandle(handleId)
+  const kv = await ctx.store.get(keys.handle(handle))
+  if (!kv) throw new NotFoundError(`handle ${handle} not found`)
+  const cfg = await loadConfig(ctx)
+  const out: string[] = []
+  for (const cidrText of decodeHandle(kv.value).keys()) {
+    let cidr: Cidr
+    try {
+      cidr = parseCidr(cidrText)
+    } catch {
+      continue
+    }
+    const loaded = await loadBlock(ctx, cidr, cfg.ipCooldownSeconds)
+    loaded?.block.allocations.forEach((idx, o) => {
+      const a = idx === null ? undefined : loaded.block.attributes?.[idx]
+      if (a?.handle_id !== undefined && sanitizeHandle(a.handle_id) === handle) out.push(formatIp(cidr.family, cidr.base + BigInt(o)))
+    })
+  }
+  return out
+}
+
+export interface Usage {
+  name: string
+  cidr: string
+  capacity: bigint
+  inUse: bigint
+  reserved: bigint
+  free: bigint
+}
+
+export interface PoolUsage extends Usage {
+  blocks: Usage[]
+}
+
+export const ORPHANED = 'orphaned allocation blocks'
+
+/**
+ * Per-pool and per-block counts, exact for any IPv6 size (upstream clamps and goes negative, quirk 3.15.9).
+ * In use counts cooling-down addresses, as upstream does: they cannot be handed out yet.
+ */
+export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Promise<PoolUsage[]> {
+  const all = await listPools(ctx)
+  let pools: Pool[] = all
+  if (opts.pools && opts.pools.length > 0) {
+    pools = opts.pools.map((ref) => {
+      const p = all.find((x) => x.name === ref || (ref.includes('/') && formatCidr(x.cidr) === formatCidr(parseCidr(ref))))
+      if (!p) throw new NotFoundError(`IP pool ${ref} not found`)
+      return p
+    })
+  }
+  const groups: (PoolUsage & {cidrObj: Cidr})[] = pools.map((p) => ({
+    name: p.name,
+    cidr: p.spec.cidr,
+    cidrObj: p.cidr,
+    capacity: cidrSize(p.cidr),
+    inUse: 0n,
+    reserved: 0n,
+    free: 0n,
+    blocks: [],
+  }))
+  const orphans: Usage[] = []
+  for (const {block} of await listBlocks(ctx)) {
+    const size = BigInt(block.allocations.length)
+    const u: Usage = {name: formatCidr(block.cidr), cidr: formatCidr(block.cidr), capacity: size, inUse: size - BigInt(block.unallocated.length), reserved: 0n, free: BigInt(block.unallocated.length)}
+    const g = groups.find((x) => containsCidr(x.cidrObj, block.cidr) || containsCidr(block.cidr, x.cidrObj))
+    if (g) g.blocks.push(u)
+    else if (!opts.pools?.length) orphans.push(u)
+  }
+  const out: PoolUsage[] = groups.map(({cidrObj: _c, ...g}) => {
+    g.blocks.sort((a, b) => compareCidr(parseCidr(a.cidr), parseCidr(b.cidr)))
+    const inBlocks = g.blocks.reduce((s, b) => s + b.capacity, 0n)
+    const inUse = g.blocks.reduce((s, b) => s + b.inUse, 0n)
+    const freeInBlocks = g.blocks.reduce((s, b) => s + b.free, 0n)
+    return {...g, inUse, free: freeInBlocks + (g.capacity > inBlocks ? g.capacity - inBlocks : 0n)}
+  })
+  if (orphans.length > 0) {
+    out.push({
+      name: ORPHANED,
+      cidr: '',
+      capacity: orphans.reduce((s, b) => s + b.capacity, 0n),
+      inUse: orphans.reduce((s, b) => s + b.inUse, 0n),
+      reserved: 0n,
+      free: orphans.reduce((s, b) => s + b.free, 0n),
+      blocks: orphans,
+    })
+  }
+  return out
+}
+
+export interface Borrowed {
+  ip: string
+  borrowingNode: string
+  block: string
+  blockOwner: string
+  type: string
+  allocatedTo: string
+}
+
+/** Addresses whose `node` attribute differs from their block's owner (calicoctl --show-borrowed). */
+export async function borrowedIps(ctx: Ctx): Promise<{borrowed: Borrowed[]; withoutNode: number}> {
+  const borrowed: Borrowed[] = []
+  let withoutNode = 0
+  for (const {block} of await listBlocks(ctx)) {
+    const owner = block.affinity ? block.affinity.slice(block.affinity.indexOf(':') + 1) : ''
+    block.allocations.forEach((idx, o) => {
+      if (idx === null) return
+      const a = block.attributes?.[idx]
+      const node = a?.secondary?.node
+      if (node === undefined) {
+        withoutNode++
+        return
+      }
+      if (node === owner) return
+      const s = a!.secondary!
+      const type = s['vmi-name'] ? 'vmi' : s.pod ? 'pod' : (s.type ?? '')
+      const who = s['vmi-name'] ?? s.pod
+      borrowed.push({
+        ip: formatIp(block.cidr.family, block.cidr.base + BigInt(o)),
+        borrowingNode: node,
+        block: formatCidr(block.cidr),
+        blockOwner: owner,
+        type,
+        allocatedTo: who ? `${s.namespace ?? ''}/${who}` : '',
+      })
+    })
+  }
+  return {borrowed, withoutNode}
+}
+
+export function assertValidIpText(text: string): void {
+  if (text.includes('/')) throw new ValidationError(`invalid IP address specified: ${text} (give an address without a prefix length)`)
+  parseIp(text)
+}
