@@ -8,6 +8,7 @@ import {type Ctx, listPools, loadBlock, loadConfig, withRetry, WriteBatch} from 
 import {ensureNode} from './node.js'
 import type {AllowedUse} from './pool.js'
 import {encodeAffinity} from './records.js'
+import {releaseIps} from './release.js'
 import {nanoTimestamp} from './time.js'
 
 export interface AssignIpArgs {
@@ -59,4 +60,34 @@ export async function assignIp(ctx: Ctx, args: AssignIpArgs): Promise<AssignedIp
     await batch.countHandle(args.handle, cidr, 1).commit()
     return {address: text, family: ip.family, cidr: `${text}/${cidr.prefix}`, block: formatCidr(block.cidr)}
   })
+}
+
+/**
+ * Assign several specific addresses as one request: every address is validated first, and if any of
+ * them cannot be assigned the ones already taken are released again, so the request is all-or-nothing.
+ */
+export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<AssignIpArgs, 'ip'>): Promise<AssignedIp[]> {
+  const parsed = ips.map((t) => parseIp(t))
+  const seen = new Set<string>()
+  for (const ip of parsed) {
+    const t = formatIp(ip.family, ip.value)
+    if (seen.has(t)) throw new ValidationError(`IP address ${t} is given twice`)
+    seen.add(t)
+  }
+  const pools = await listPools(ctx)
+  for (const ip of parsed) {
+    if (!pools.some((p) => !p.spec.disabled && containsIp(p.cidr, ip))) {
+      throw new ValidationError(`The provided IP address ${formatIp(ip.family, ip.value)} is not in a configured pool`)
+    }
+  }
+  const done: AssignedIp[] = []
+  try {
+    for (const ip of ips) done.push(await assignIp(ctx, {...rest, ip}))
+  } catch (err) {
+    if (done.length > 0) {
+      await releaseIps(ctx, done.map((d) => ({ip: d.address, handle: rest.handle})))
+    }
+    throw err
+  }
+  return done
 }

@@ -1,7 +1,7 @@
 // AutoAssign: addresses from the host's affine blocks, then newly claimed blocks, then (unless strict
 // affinity) borrowed from other blocks. Every write is one guarded transaction of block + affinity +
 // handle, so a crash or a lost race never leaves half an allocation behind.
-import {ConflictError, RevisionConflict, ValidationError} from '../errors.js'
+import {ConflictError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
 import {type Cidr, containsCidr, type Family, formatCidr, formatIp, subnetCount, subnetIndex} from '../net/cidr.js'
 import {keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
 import type {KeyValue} from '../store/store.js'
@@ -10,7 +10,7 @@ import {blockWalk, startIndex, walkOrder} from './blockgen.js'
 import {type Ctx, listPools, loadBlock, loadConfig, MAX_RETRIES_MESSAGE, withRetry, WriteBatch} from './context.js'
 import {ensureNode} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
-import {selectPools} from './pools-select.js'
+import {findPool, selectPools} from './pools-select.js'
 import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} from './records.js'
 import {nanoTimestamp} from './time.js'
 
@@ -42,6 +42,8 @@ export interface AutoAssignArgs {
   /** Pool names or CIDRs; empty means "pools whose nodeSelector matches the host". */
   pools4?: string[]
   pools6?: string[]
+  /** Pool names or CIDRs of either family, sorted into pools4/pools6 by the pool they name. */
+  pools?: string[]
   /** Per-request block cap (upstream's windows_use_single_network path); 0 = use the config. */
   maxBlocksPerHost?: number
   use?: AllowedUse
@@ -73,6 +75,14 @@ export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: F
   return {v4, v6}
 }
 
+function poolsOfFamily(pools: readonly Pool[], refs: readonly string[], family: Family): string[] {
+  return refs.filter((ref) => {
+    const p = findPool(pools, ref)
+    if (!p) throw new NotFoundError(`the given pool (${ref}) does not exist, or is not enabled`)
+    return p.cidr.family === family
+  })
+}
+
 interface Affine {
   readonly key: string
   readonly cidr: Cidr
@@ -84,6 +94,7 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   const now = ctx.clock.now()
   const use = args.use ?? 'Workload'
   const [cfg, node, allPools] = await Promise.all([loadConfig(ctx), ensureNode(ctx.store, args.host, now), listPools(ctx)])
+  if (args.pools?.length) requested = [...(requested ?? []), ...poolsOfFamily(allPools, args.pools, family)]
   const pools = selectPools({pools: allPools, family, requested, nodeLabels: node.labels, host: args.host, use})
   const job = new FamilyJob(ctx, cfg, args, family, pools, result)
   await job.run(num)

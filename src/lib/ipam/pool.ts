@@ -122,10 +122,10 @@ export function newPool(input: PoolInput, now: Date): Pool {
   return {...normalizePool(input), uid: randomUUID(), creationTimestamp: rfc3339(now)}
 }
 
-/** The v3 resource as Calico stores it (Go field order, omitempty). */
-export function encodePool(p: Pool): string {
+/** The v3 resource as Calico stores it (Go field order; undefined = omitted, as omitempty does). */
+export function poolResource(p: Pool) {
   const s = p.spec
-  return encodeJson({
+  return {
     kind: 'IPPool',
     apiVersion: 'projectcalico.org/v3',
     metadata: {name: p.name, uid: p.uid, creationTimestamp: p.creationTimestamp, labels: p.labels && goMap(p.labels)},
@@ -142,8 +142,10 @@ export function encodePool(p: Pool): string {
       allowedUses: s.allowedUses,
       assignmentMode: s.assignmentMode,
     },
-  })
+  }
 }
+
+export const encodePool = (p: Pool): string => encodeJson(poolResource(p))
 
 export function decodePool(text: string): Pool {
   const raw = parseJson(text) as {metadata?: Record<string, JsonValue>; spec?: Record<string, JsonValue>}

@@ -6,6 +6,7 @@ import {keys, parseBlockKey} from '../store/keys.js'
 import {type Block, isCoolingDown, isEmpty, markReleased, ordinalOf, sanitizeHandle} from './block.js'
 import {type Ctx, listPools, loadBlock, loadConfig, withRetry, WriteBatch} from './context.js'
 import type {Pool} from './pool.js'
+import {ipStatus} from './query.js'
 import {decodeHandle} from './records.js'
 
 export interface ReleaseOption {
@@ -31,8 +32,20 @@ async function blockCidrFor(ctx: Ctx, pools: Pool[], ip: Ip, blockKeys: () => Pr
   return (await blockKeys()).find((c) => containsCidr(c, {family: ip.family, base: ip.value, prefix: ip.family === 4 ? 32 : 128}))
 }
 
-export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[]): Promise<ReleaseResult> {
+/**
+ * Release addresses. With `requireAllocated`, an address that is not allocated is an error and nothing is
+ * released (the CLI's promise that bad input changes nothing); without it, such addresses are reported in
+ * `unallocated`, as upstream's ReleaseIPs does.
+ */
+export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[], opts: {requireAllocated?: boolean} = {}): Promise<ReleaseResult> {
   const parsed = options.map((o) => ({...o, parsed: parseIp(o.ip)}))
+  if (opts.requireAllocated) {
+    for (const o of parsed) {
+      const text = formatIp(o.parsed.family, o.parsed.value)
+      const st = await ipStatus(ctx, text)
+      if (st.state !== 'assigned') throw new NotFoundError(`IP address ${text} is not assigned${st.state === 'cooldown' ? ' (it is in cooldown)' : ''}`)
+    }
+  }
   const [cfg, pools] = await Promise.all([loadConfig(ctx), listPools(ctx)])
   let cached: Cidr[] | undefined
   const blockKeys = async () => (cached ??= (await ctx.store.listKeys(keys.blockPrefix())).map(parseBlockKey).filter((c): c is Cidr => !!c))
