@@ -48,7 +48,8 @@ class Parser {
       const k = this.string()
       this.ws()
       if (this.text[this.pos++] !== ':') this.fail('expected ":"')
-      out[k] = this.value()
+      // Plain assignment of "__proto__" would replace the prototype instead of adding a member.
+      Object.defineProperty(out, k, {value: this.value(), enumerable: true, writable: true, configurable: true})
       this.ws()
       const c = this.text[this.pos++]
       if (c === '}') return out
@@ -161,10 +162,15 @@ export function encodeJson(v: unknown): string {
   }
 }
 
+/** Order of UTF-8 bytes (Go map keys, etcd and SQLite keys), which differs from JS's UTF-16 order. */
+export function compareBytes(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'))
+}
+
 /** Go sorts map keys bytewise when marshalling ("10" before "2"); encodeJson keeps a Map's order. */
 export function goMap<T>(m: ReadonlyMap<string, T> | Readonly<Record<string, T>>): Map<string, T> {
   const entries = m instanceof Map ? [...m.entries()] : Object.entries(m)
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  entries.sort(([a], [b]) => compareBytes(a, b))
   return new Map(entries)
 }
 

@@ -1,4 +1,5 @@
 // In-process store with the same semantics as the persistent ones: for fast unit tests of the core.
+import {compareBytes} from '../codec/gojson.js'
 import type {Condition, KeyValue, Store, TxnResult, WriteOp} from './store.js'
 
 export class MemoryStore implements Store {
@@ -11,7 +12,7 @@ export class MemoryStore implements Store {
   }
 
   async list(prefix: string): Promise<KeyValue[]> {
-    return [...this.data.values()].filter((kv) => kv.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    return [...this.data.values()].filter((kv) => kv.key.startsWith(prefix)).sort((a, b) => compareBytes(a.key, b.key))
   }
 
   async listKeys(prefix: string): Promise<string[]> {

@@ -17,15 +17,6 @@ export function defaultDatastorePath(env: NodeJS.ProcessEnv = process.env, uid =
   return path.join(base, 'ipamctl', 'ipam.db')
 }
 
-/** Upper bound for a prefix range scan: the smallest string greater than every string with that prefix. */
-function prefixEnd(prefix: string): string | undefined {
-  for (let i = prefix.length - 1; i >= 0; i--) {
-    const c = prefix.charCodeAt(i)
-    if (c < 0x7f) return prefix.slice(0, i) + String.fromCharCode(c + 1)
-  }
-  return undefined
-}
-
 type Row = {key: string; value: string; mod_revision: bigint}
 
 export class SqliteStore implements Store {
@@ -90,12 +81,18 @@ export class SqliteStore implements Store {
     return this.run(() => this.scan('key', prefix).map((r) => (r as {key: string}).key))
   }
 
+  /**
+   * Range scan from `prefix` in index order, stopping at the first key without it. SQLite compares TEXT
+   * bytewise (UTF-8), as etcd does, so no upper bound has to be computed for non-ASCII prefixes.
+   */
   private scan(columns: string, prefix: string): unknown[] {
-    const end = prefixEnd(prefix)
-    if (end !== undefined) {
-      return this.db.prepare(`SELECT ${columns} FROM kv WHERE key >= ? AND key < ? ORDER BY key`).safeIntegers(true).all(prefix, end)
+    const out: unknown[] = []
+    const stmt = this.db.prepare(`SELECT ${columns} FROM kv WHERE key >= ? ORDER BY key`).safeIntegers(true)
+    for (const row of stmt.iterate(prefix)) {
+      if (!(row as {key: string}).key.startsWith(prefix)) break
+      out.push(row)
     }
-    return this.db.prepare(`SELECT ${columns} FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key`).safeIntegers(true).all(prefix.length, prefix)
+    return out
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {

@@ -116,7 +116,7 @@ describe('parseJson values', () => {
     }
   });
 
-  test('a __proto__ member is kept as an ordinary own key', { todo: 'BUG: parseJson assigns members with out[k]=…, so "__proto__" sets the prototype and the key disappears' }, () => {
+  test('a __proto__ member is kept as an ordinary own key', () => {
     const v = parseJson('{"__proto__":{"a":1}}') as Record<string, unknown>;
     assert.deepEqual(Object.keys(v), ['__proto__']);
     assert.equal(Object.getPrototypeOf(v), Object.prototype);
@@ -258,7 +258,7 @@ describe('goMap', () => {
     assert.deepEqual([...input.keys()], ['b', 'a']);
   });
 
-  test('orders by UTF-8 bytes, not UTF-16 code units', { todo: 'BUG: goMap compares with JS < (UTF-16 order): U+10000 sorts before U+FFFF, Go puts U+FFFF (EF BF BF) first' }, () => {
+  test('orders by UTF-8 bytes, not UTF-16 code units', () => {
     const m = goMap({ '\u{10000}': 2, '\uffff': 1 });
     assert.deepEqual([...m.keys()], ['\uffff', '\u{10000}']);
   });

@@ -3,12 +3,7 @@ import assert from 'node:assert/strict';
 import { MemoryStore } from '../../../src/lib/store/memory.ts';
 import { storeContract } from './contract.ts';
 
-storeContract('MemoryStore', async () => new MemoryStore(), undefined, {
-  knownBugs: {
-    'list orders by UTF-8 bytes (U+FFFF before U+10000)':
-      'BUG: MemoryStore.list sorts with JS string < (UTF-16 code units), so U+10000 sorts before U+FFFF; etcd and SQLite use byte order',
-  },
-});
+storeContract('MemoryStore', async () => new MemoryStore(), undefined);
 
 test('MemoryStore instances do not share data', async () => {
   const a = new MemoryStore();

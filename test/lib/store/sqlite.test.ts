@@ -28,16 +28,7 @@ const contractDir = path.join(root, 'contract');
 storeContract(
   'SqliteStore',
   async () => SqliteStore.open(path.join(contractDir, `store-${++n}.db`)),
-  async () => fs.rmSync(contractDir, { recursive: true, force: true }),
-  {
-    knownBugs: {
-      'list with a non-ASCII prefix returns only keys with that prefix':
-        'BUG: SqliteStore prefixEnd skips non-ASCII chars and increments an earlier char, so list("/h/é") also returns "/h/ê" and "/h/ü"',
-      'list with a prefix made only of non-ASCII characters':
-        'BUG: SqliteStore falls back to substr(key,1,prefix.length), but JS length counts UTF-16 units and SQLite counts characters, so an astral prefix matches nothing',
-    },
-  },
-);
+  async () => fs.rmSync(contractDir, { recursive: true, force: true }));
 
 // --- SQLite-specific behaviour ------------------------------------------------------------
 
