@@ -173,6 +173,8 @@ class FamilyJob {
       // On a lost race another process (perhaps on this very host) may have claimed the block for us.
       if (claim === 'raced' && round >= this.ctx.maxAttempts) throw new ConflictError(MAX_RETRIES_MESSAGE)
       affine = await this.affine()
+      // Concurrent requests of this host may have claimed blocks meanwhile; they count against the cap.
+      this.owned = affine.length
     }
     if (blockLimit) {
       this.result.messages.push(`Need to allocate an IPAM block but could not - limit of ${cap} blocks reached for this node`)

@@ -145,6 +145,9 @@ export async function releaseByHandle(ctx: Ctx, handleId: string): Promise<strin
       if (loaded && mine.length > 0) {
         markReleased(loaded.block, mine, ctx.clock.now(), cfg.ipCooldownSeconds, {recordSeq: false})
         writeReleasedBlock(batch, loaded.block, loaded.kv)
+      } else {
+        // Dropping the handle's entry is only right if the block still holds none of its addresses.
+        batch.guard(keys.block(cidr), loaded?.kv)
       }
       // Drop the block from the handle whatever its recorded count was: nothing of the handle is left there.
       batch.countHandle(handle, cidr, Number.NEGATIVE_INFINITY)

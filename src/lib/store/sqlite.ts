@@ -32,7 +32,7 @@ export class SqliteStore implements Store {
     const busy = opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
     let db: Database.Database
     try {
-      fs.mkdirSync(path.dirname(file), {recursive: true, mode: 0o700})
+      ensureDir(path.dirname(file))
       // Create the file ourselves so its mode is 0600 regardless of umask; SQLite gives its -wal and -shm
       // files the same mode as the database.
       fs.closeSync(fs.openSync(file, 'a', 0o600))
@@ -130,6 +130,22 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.db.open) this.db.close()
   }
+}
+
+/**
+ * mkdir -p with mode 0700 for the directories we create. Node 20's recursive mkdirSync spins forever on
+ * some paths (e.g. under /proc), so walk the missing ancestors ourselves.
+ */
+function ensureDir(dir: string): void {
+  const missing: string[] = []
+  let d = path.resolve(dir)
+  while (!fs.existsSync(d)) {
+    missing.unshift(d)
+    const parent = path.dirname(d)
+    if (parent === d) break
+    d = parent
+  }
+  for (const m of missing) fs.mkdirSync(m, {mode: 0o700})
 }
 
 function toKv(r: Row): KeyValue {

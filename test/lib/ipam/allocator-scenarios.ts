@@ -12,8 +12,9 @@ import { assignIp } from '../../../src/lib/ipam/assign-ip.ts';
 import { type AutoAssignArgs, autoAssign, blockCap, shortfall } from '../../../src/lib/ipam/autoassign.ts';
 import { blockWalk } from '../../../src/lib/ipam/blockgen.ts';
 import { loadConfig, updateConfig } from '../../../src/lib/ipam/config.ts';
+import { makeCtx } from '../../../src/lib/ipam/context.ts';
 import { decodeNode, upsertNode } from '../../../src/lib/ipam/node.ts';
-import type { PoolInput } from '../../../src/lib/ipam/pool.ts';
+import { encodePool, type PoolInput } from '../../../src/lib/ipam/pool.ts';
 import { createPools, deletePool, getPool, listPools } from '../../../src/lib/ipam/pool-admin.ts';
 import { borrowedIps, ipsByHandle, ipStatus, ORPHANED, utilization } from '../../../src/lib/ipam/query.ts';
 import { DEFAULT_IPAM_CONFIG } from '../../../src/lib/ipam/records.ts';
@@ -28,6 +29,7 @@ import {
   type Env,
   freshCtx,
   handleCounts,
+  interceptGet,
   rawBlock,
   rawValue,
   seed,
@@ -435,6 +437,7 @@ export function autoAssignScenarios(name: string, open: StoreOpener): void {
     s('assigning an address that is already assigned is a ConflictError and changes nothing', async (env) => {
       await pools(env, { name: 'pool1', cidr: '10.50.0.0/16' });
       await assignIp(env.ctx, { ip: '10.50.3.7', host: 'host-a', handle: 'h' });
+      await upsertNode(env.store, 'host-b', {}, env.clock.now()); // a failed request still records a new host's Node
       await unchanged(env, async () => {
         await rejectsWith(assignIp(env.ctx, { ip: '10.50.3.7', host: 'host-a', handle: 'h2' }), ConflictError, /already assigned/);
         await rejectsWith(assignIp(env.ctx, { ip: '10.50.3.7', host: 'host-b', handle: 'h' }), ConflictError, /already assigned/);
@@ -455,6 +458,7 @@ export function autoAssignScenarios(name: string, open: StoreOpener): void {
       await pools(env, { name: 'pool1', cidr: '10.50.0.0/16' });
       const block = (await assign4(env, 'host-a', 1)).ips[0]!.block;
       await updateConfig(env.ctx, { strictAffinity: true });
+      await upsertNode(env.store, 'host-b', {}, env.clock.now());
       await unchanged(env, async () => {
         await rejectsWith(assignIp(env.ctx, { ip: at(block, 9), host: 'host-b', handle: 'hb' }), ConflictError, /affinity/);
       });
@@ -496,6 +500,17 @@ export function autoAssignScenarios(name: string, open: StoreOpener): void {
       }
       assert.equal((await blockCidrs(env.store)).length, 20);
     });
+
+    s(
+      'maxBlocksPerHost holds when requests for one host run concurrently',
+      async (env) => {
+        await pools(env, { name: 'pool1', cidr: '10.31.0.0/24', blockSize: 29 });
+        await updateConfig(env.ctx, { strictAffinity: true, maxBlocksPerHost: 1 });
+        const results = await Promise.all(range(0, 5).map((i) => assign4(env, 'host-a', 3, { handle: `h${i}` })));
+        assert.equal((await affinityList(env.store)).length, 1, 'host-a owns more blocks than maxBlocksPerHost allows');
+        assert.equal(results.reduce((n, r) => n + r.ips.length, 0), 8);
+      }
+    );
 
     s('20 concurrent requests sharing one handle count exactly', async (env) => {
       await pools(env, { name: 'pool1', cidr: '10.65.0.0/16', blockSize: 28 });
@@ -575,7 +590,7 @@ export function releaseScenarios(name: string, open: StoreOpener): void {
       await pools(env, { name: 'tiny', cidr: '10.30.0.0/28', blockSize: 29 });
       const a = await assign4(env, 'host-a', 7, { handle: 'a' });
       const block = a.ips[0]!.block;
-      // host-a's other block is needed so host-b has to borrow: give it to host-b.
+      // host-b fills the pool's other block, so its next address is borrowed from host-a's block.
       const b = await assign4(env, 'host-b', 8, { handle: 'b' });
       const borrowed = await assign4(env, 'host-b', 1, { handle: 'b2' });
       assert.deepEqual(addrs(borrowed), [at(block, 7)]);
@@ -639,6 +654,26 @@ export function releaseScenarios(name: string, open: StoreOpener): void {
       assert.equal(await handleCounts(env.store, 'span'), undefined);
       assert.deepEqual(await handleCounts(env.store, 'first'), { [b0]: 60 });
     });
+
+    s(
+      'releaseByHandle racing a release and a re-assignment of the same handle keeps the handle exact',
+      async (env) => {
+        await pools(env, { name: 'pool1', cidr: '10.65.0.0/16' });
+        const block = (await assign4(env, 'host-a', 1, { handle: 'h' })).ips[0]!.block;
+        // releaseByHandle has read the handle ({block: 1}); while it reads the block, another process
+        // releases the handle's address and a retried ADD gives the same handle a new one in the same block.
+        const racing = interceptGet(env.store, keys.block(parseCidr(block)), async (read) => {
+          await releaseIps(env.ctx, [{ ip: at(block, 0) }]);
+          const stale = await read();
+          assert.deepEqual(addrs(await assign4(env, 'host-a', 1, { handle: 'h' })), [at(block, 1)]);
+          return stale;
+        });
+        const released = await releaseByHandle(makeCtx(racing, { clock: env.clock }), 'h');
+        // Either outcome is consistent: the new address released with the handle, or both kept.
+        if (released.length === 0) assert.deepEqual(await handleCounts(env.store, 'h'), { [block]: 1 });
+        else assert.deepEqual(released, [at(block, 1)]);
+      }
+    );
 
     s('releasing several addresses in several blocks at once', async (env) => {
       await pools(env, { name: 'pool1', cidr: '10.65.0.0/16' });
@@ -886,6 +921,25 @@ export function poolScenarios(name: string, open: StoreOpener): void {
       await unchanged(env, async () => {
         await rejectsWith(releaseBlockAffinity(env.ctx, 'host-a', parseCidr(block), { requireEmpty: true }), ConflictError, /is not empty/);
       });
+    });
+
+    s('releasing an affinity whose block is missing removes the affinity (upstream leaves it behind)', async (env) => {
+      await pools(env, { name: 'pool1', cidr: '10.65.0.0/16' });
+      await seed(env.store, keys.affinity('host-a', parseCidr('10.65.7.0/26')), CONFIRMED);
+      assert.equal(await releaseBlockAffinity(env.ctx, 'host-a', parseCidr('10.65.7.0/26'), { requireEmpty: true }), 'stale');
+      assert.deepEqual(await affinityList(env.store), []);
+    });
+
+    s('an address in a disabled pool still shows its owner and can be released', async (env) => {
+      await pools(env, { name: 'pool1', cidr: '10.65.0.0/16' });
+      const ip = (await assign4(env, 'host-a', 1, { handle: 'h', attrs: { pod: 'web-0', namespace: 'default' } })).ips[0]!.address;
+      const p = (await getPool(env.ctx, 'pool1'))!;
+      await seed(env.store, keys.pool('pool1'), encodePool({ ...p, spec: { ...p.spec, disabled: true } }));
+      const st = await ipStatus(env.ctx, ip);
+      assert.equal(st.state, 'assigned');
+      assert.deepEqual(st.state === 'assigned' && st.owner.attrs, { namespace: 'default', node: 'host-a', pod: 'web-0' });
+      await rejectsWith(assign4(env, 'host-a', 1), NotFoundError, /no configured Calico pools/);
+      assert.deepEqual(await releaseIps(env.ctx, [{ ip, handle: 'h' }]), { released: [ip], unallocated: [] });
     });
 
     s('deleting a pool releases its affinities and keeps allocated addresses', async (env) => {

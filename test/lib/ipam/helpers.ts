@@ -13,7 +13,7 @@ import { type Cidr, formatCidr, overlaps, parseCidr } from '../../../src/lib/net
 import { keys, parseAffinityKey } from '../../../src/lib/store/keys.ts';
 import { MemoryStore } from '../../../src/lib/store/memory.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
-import type { Store } from '../../../src/lib/store/store.ts';
+import type { KeyValue, Store } from '../../../src/lib/store/store.ts';
 
 /** Where every scenario's clock starts: the time used in the reference's stored-value examples. */
 export const T0 = '2026-01-02T03:04:05Z';
@@ -123,6 +123,34 @@ export async function seed(store: Store, key: string, value: string): Promise<vo
 export function ordinal(ip: string, cidr: string): number {
   const toInt = (a: string) => a.split('.').reduce((n, p) => n * 256 + Number(p), 0);
   return toInt(ip) - toInt(cidr.split('/')[0]!);
+}
+
+/**
+ * A view of `store` whose next get(key) runs `around(read)` instead: `around` may change the store
+ * before and after calling `read()` and returns what the caller sees. This reproduces a race between
+ * one operation's read and its write deterministically.
+ */
+export function interceptGet(
+  store: Store,
+  key: string,
+  around: (read: () => Promise<KeyValue | undefined>) => Promise<KeyValue | undefined>,
+): Store {
+  let armed = true;
+  return {
+    description: `${store.description} (intercepted)`,
+    get: (k) => {
+      if (armed && k === key) {
+        armed = false;
+        return around(() => store.get(k));
+      }
+      return store.get(k);
+    },
+    list: (p) => store.list(p),
+    listKeys: (p) => store.listKeys(p),
+    txn: (c, o) => store.txn(c, o),
+    revision: () => store.revision(),
+    close: async () => {},
+  };
 }
 
 // ---- invariants -----------------------------------------------------------------------------------
