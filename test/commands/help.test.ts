@@ -21,10 +21,4 @@ describe('help', {concurrency: true}, () => {
       assert.doesNotMatch(r.stdout, ANSI);
     });
   }
-
-  test('ipamctl --help lists the four topics', async () => {
-    const r = await sandbox().run('--help');
-    assert.equal(r.status, 0, r.stderr);
-    for (const t of Object.keys(TOPICS)) assert.match(r.stdout, new RegExp(`^ {2}${t} +\\S`, 'm'));
-  });
 });

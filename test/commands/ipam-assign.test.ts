@@ -26,10 +26,6 @@ describe('ipam assign', {concurrency: true}, () => {
     assert.ok(sb.value('/calico/resources/v3/projectcalico.org/nodes/node-1'), 'node record created on first use');
   });
 
-  test('with no count, one IPv4 address', async () => {
-    const sb = await pools();
-    assert.equal(await sb.ok('ipam', 'assign', '--host', 'node-1'), '10.20.0.0\n');
-  });
 
   test('--count and --count6: dual stack prints the IPv4 line, then the IPv6 line', async () => {
     const sb = await pools();

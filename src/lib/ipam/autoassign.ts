@@ -17,6 +17,8 @@ import {nanoTimestamp} from './time.js'
 export const DEFAULT_MAX_BLOCKS_PER_HOST = 20
 /** Another host's empty block may be taken over once its claim is this old. */
 export const EMPTY_BLOCK_MIN_RECLAIM_AGE_MS = 60_000
+/** Candidate blocks checked one by one before falling back to listing every block key. */
+const CLAIM_PROBES = 4
 
 export interface AssignedIp {
   readonly address: string
@@ -223,6 +225,15 @@ class FamilyJob {
    * the first allocations in one transaction.
    */
   private async claimNewBlock(): Promise<'claimed' | 'raced' | 'none'> {
+    // In a sparsely used pool the host's first candidates are almost always free: probe a few directly so
+    // the common claim costs O(1) round trips, and list keys only when the pools are dense.
+    for (const pool of this.pools) {
+      let probes = 0
+      for (const cidr of blockWalk(pool.cidr, pool.spec.blockSize, this.args.host)) {
+        if (++probes > CLAIM_PROBES) break
+        if (!(await this.ctx.store.get(keys.block(cidr)))) return this.claim(cidr, undefined)
+      }
+    }
     const existing = new Set(await this.ctx.store.listKeys(keys.blockPrefix(this.family)))
     for (const pool of this.pools) {
       for (const cidr of blockWalk(pool.cidr, pool.spec.blockSize, this.args.host)) {

@@ -90,14 +90,12 @@ export function isEmpty(b: Block): boolean {
 
 export const numFree = (b: Block): number => b.unallocated.length
 
-function sameAttr(a: Attribute, b: Attribute): boolean {
-  return encodeAttribute(a) === encodeAttribute(b)
-}
-
 /** Allocations with equal (handle, attributes) share one attribute record. */
 function attributeIndex(b: Block, attr: Attribute): number {
   b.attributes ??= []
-  const found = b.attributes.findIndex((a) => sameAttr(a, attr))
+  const want = encodeAttribute(attr)
+  // Comparing handles first keeps this cheap for blocks with one attribute per pod.
+  const found = b.attributes.findIndex((a) => a.handle_id === attr.handle_id && a.releasedAt === attr.releasedAt && encodeAttribute(a) === want)
   if (found >= 0) return found
   b.attributes.push(attr)
   return b.attributes.length - 1
