@@ -73,13 +73,24 @@ describe('ipam show', {concurrency: true}, () => {
     const out = await (await state()).ok('ipam', 'show', '--ip', '10.40.0.3');
     assert.match(
       out,
-      /^IP 10\.40\.0\.3 is in use\nHandle ID: h-a\nActive Owner Attributes:\n {2}namespace: default\n {2}node: node-1\n {2}pod: web-0\n {2}timestamp: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \+0000 UTC\n$/,
+      /^IP 10\.40\.0\.3 is in use\nHandle ID: h-a\nActive Owner Attributes:\n {2}namespace: default\n {2}node: node-1\n {2}pod: web-0\n {2}timestamp: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC\n$/,
     );
   });
 
-  test('--ip of an address without a handle', async () => {
-    const out = await (await state()).ok('ipam', 'show', '--ip', '10.41.0.2');
+  test('--ip of an address without a handle; -o json', async () => {
+    const sb = await state();
+    const out = await sb.ok('ipam', 'show', '--ip', '10.41.0.2');
     assert.match(out, /^IP 10\.41\.0\.2 is in use\nHandle ID: <none>\nActive Owner Attributes:\n {2}node: node-2\n {2}timestamp: .*\n$/);
+    const text = await sb.ok('ipam', 'show', '--ip', '10.41.0.2', '-o', 'json');
+    const json = JSON.parse(text);
+    assert.equal(json.state, 'assigned');
+    assert.equal(json.owner.ip, '10.41.0.2');
+    assert.equal(json.owner.block, '10.41.0.0/29');
+    assert.equal(json.owner.handle, undefined);
+    assert.equal(json.owner.attrs.node, 'node-2');
+    // The allocation's sequence number exceeds 2^53: the printed digits must equal the stored ones.
+    const stored = JSON.parse(sb.value('/calico/ipam/v2/assignment/ipv4/block/10.41.0.0-29')!.replace(/(\d{16,})/g, '"$1"'));
+    assert.equal(text.match(/"sequenceNumber": (\d+)/)![1], stored.sequenceNumberForAllocation['2']);
   });
 
   test('--ip of a free address', async () => {

@@ -96,7 +96,7 @@ describe('pool', {concurrency: true}, () => {
   });
 
   test(
-    'pool labels are shown by get/list in YAML and JSON',
+    'pool labels are shown by pool get in YAML and JSON',
     {todo: 'bug: `pool get/list -o json` prints "labels": {} because metadata.labels is a Map (goMap) that JSON.stringify drops; YAML and the stored value are right'},
     async () => {
       const sb = sandbox();
