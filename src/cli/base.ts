@@ -38,7 +38,7 @@ export abstract class BaseCommand extends Command {
     const debug = this.argv.includes('--debug')
     if (err instanceof Errors.ExitError) throw err
     const code = err instanceof IpamError ? err.exitCode : (err.oclif?.exit ?? 1)
-    const firstLine = (err.message || String(err)).split('\n')[0]!.replace(/^Error: /, '')
+    const firstLine = oneLine(err.message || String(err))
     const isUsage = !(err instanceof IpamError) && err.oclif?.exit === 2
     process.stderr.write(errorStyle(`Error: ${firstLine}`) + (isUsage ? ` (see ${[this.config.bin, ...(this.id ?? '').split(':')].join(' ').trim()} --help)` : '') + '\n')
     if (debug && err.stack) process.stderr.write(`${err.stack}\n`)
@@ -46,6 +46,16 @@ export abstract class BaseCommand extends Command {
     process.exitCode = code
     return undefined
   }
+}
+
+/** oclif's parse errors span several lines ("The following error occurred:", the reason, a help hint). */
+function oneLine(message: string): string {
+  return message
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^See more help with/.test(l) && !/^The following errors? occurred:?$/.test(l))
+    .join('; ')
+    .replace(/^Error: /, '')
 }
 
 export const outputFlag = Flags.option({

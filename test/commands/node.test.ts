@@ -18,10 +18,10 @@ describe('node', {concurrency: true}, () => {
     assert.equal(r.stderr, 'Error: no configured Calico pools for node plain (IPv4)\n');
     assert.deepEqual(sb.keys('/calico/ipam/v2/host/plain/'), []);
 
-    // The failed assignment still registered the host (first use creates an unlabelled node record).
+    // A failed assignment changes nothing, not even the node records (first use that succeeds creates one).
     assert.equal(
       await sb.ok('node', 'list'),
-      ['NAME    LABELS', 'n-a     rack=r1,zone=a', 'n-b     zone=b', 'plain', ''].join('\n'),
+      ['NAME   LABELS', 'n-a    rack=r1,zone=a', 'n-b    zone=b', ''].join('\n'),
     );
     const json = JSON.parse(await sb.ok('node', 'list', '-o', 'json'));
     assert.deepEqual(
@@ -29,7 +29,6 @@ describe('node', {concurrency: true}, () => {
       [
         ['n-a', {rack: 'r1', zone: 'a'}],
         ['n-b', {zone: 'b'}],
-        ['plain', {}],
       ],
     );
     assert.deepEqual(JSON.parse(sb.value('/calico/resources/v3/projectcalico.org/nodes/n-a')!).metadata.labels, {rack: 'r1', zone: 'a'});

@@ -97,7 +97,6 @@ describe('pool', {concurrency: true}, () => {
 
   test(
     'pool labels are shown by pool get in YAML and JSON',
-    {todo: 'bug: `pool get/list -o json` prints "labels": {} because metadata.labels is a Map (goMap) that JSON.stringify drops; YAML and the stored value are right'},
     async () => {
       const sb = sandbox();
       await sb.ok('pool', 'create', 'lab', '--cidr', '10.67.0.0/24', '--label', 'team=net', '--label', 'env=prod');
@@ -168,7 +167,6 @@ describe('pool', {concurrency: true}, () => {
 
   test(
     'create -f - reads the manifest from stdin',
-    {todo: 'bug: oclif reads piped stdin into the optional NAME arg, so `pool create -f -` fails with "give either a pool NAME with --cidr, or -f FILE, not both" (exit 2)'},
     async () => {
       const sb = sandbox();
       const manifest = JSON.stringify({apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: {name: 'stdin-pool'}, spec: {cidr: '10.13.0.0/24'}});

@@ -16,7 +16,8 @@ Block size defaults to 26 for IPv4 and 122 for IPv6. With -f, every document is 
     '<%= config.bin %> <%= command.id %> rack-a --cidr 10.66.0.0/20 --block-size 28 --node-selector \'rack == "a"\'',
     '<%= config.bin %> <%= command.id %> -f ippools.yaml',
   ]
-  static override args = {name: Args.string({description: 'Pool name (lower-case letters, digits, "-" and ".").'})}
+  // ignoreStdin: otherwise oclif reads a manifest piped to `-f -` into NAME.
+  static override args = {name: Args.string({description: 'Pool name (lower-case letters, digits, "-" and ".").', ignoreStdin: true})}
   static override flags = {
     file: Flags.string({char: 'f', summary: 'Calico IPPool manifest (YAML or JSON, several documents allowed); "-" reads stdin.', exclusive: ['cidr']}),
     cidr: Flags.string({summary: 'Pool CIDR, e.g. 10.65.0.0/16 or fd80:24e2:f998:72d6::/64.'}),

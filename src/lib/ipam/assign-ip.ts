@@ -1,14 +1,14 @@
-// AssignIP: one specific address. The block is claimed for the host if nobody has created it yet.
+// AssignIP: specific addresses. A block nobody has created yet is claimed for the host. Several addresses
+// are assigned in ONE transaction, so a request for many is all-or-nothing, blocks claimed on the way included.
 import {ConflictError, ValidationError} from '../errors.js'
-import {containsIp, formatCidr, formatIp, maskIp, parseIp} from '../net/cidr.js'
+import {type Cidr, containsIp, formatCidr, formatIp, type Ip, maskIp, parseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
-import {type Block, newBlock, ordinalOf, takeOrdinal, encodeBlock} from './block.js'
+import {type Block, encodeBlock, newBlock, ordinalOf, takeOrdinal} from './block.js'
 import {type AssignedIp, ownerAttribute} from './autoassign.js'
 import {type Ctx, listPools, loadBlock, loadConfig, withRetry, WriteBatch} from './context.js'
-import {ensureNode} from './node.js'
-import type {AllowedUse} from './pool.js'
+import {ensureNode, validateHostName} from './node.js'
+import type {AllowedUse, Pool} from './pool.js'
 import {encodeAffinity} from './records.js'
-import {releaseIps} from './release.js'
 import {nanoTimestamp} from './time.js'
 
 export interface AssignIpArgs {
@@ -20,74 +20,83 @@ export interface AssignIpArgs {
 }
 
 export async function assignIp(ctx: Ctx, args: AssignIpArgs): Promise<AssignedIp> {
-  const ip = parseIp(args.ip)
-  const text = formatIp(ip.family, ip.value)
-  const [cfg, pools] = await Promise.all([loadConfig(ctx), listPools(ctx)])
-  const pool = pools.find((p) => !p.spec.disabled && containsIp(p.cidr, ip))
-  if (!pool) throw new ValidationError(`The provided IP address ${text} is not in a configured pool`)
-  if (args.use && !pool.spec.allowedUses.includes(args.use)) {
-    throw new ValidationError(`IP address ${text} is in IP pool "${pool.name}", which is not allowed for use "${args.use}" (allowedUses: [${pool.spec.allowedUses.join(' ')}])`)
-  }
-  await ensureNode(ctx.store, args.host, ctx.clock.now())
-  const cidr = {family: ip.family, base: maskIp(ip.family, ip.value, pool.spec.blockSize), prefix: pool.spec.blockSize}
-  const affinity = `host:${args.host}`
-  const attr = ownerAttribute(args.host, args.handle, args.attrs)
-  return withRetry(ctx, async () => {
-    const loaded = await loadBlock(ctx, cidr, cfg.ipCooldownSeconds)
-    const batch = new WriteBatch(ctx)
-    let block: Block
-    if (loaded) {
-      block = loaded.block
-      if (cfg.strictAffinity && block.affinity !== affinity) {
-        throw new ConflictError(
-          block.affinity
-            ? `Block host affinity does not match: ${text} is in block ${formatCidr(block.cidr)} owned by ${block.affinity} and strict affinity is enabled`
-            : `Attempt to assign from block ${formatCidr(block.cidr)} with no affinity (strict affinity is enabled)`,
-        )
-      }
-    } else {
-      // Nobody owns this block yet: claim it for the host in the same transaction (upstream does too).
-      const now = ctx.clock.now()
-      block = newBlock(cidr, affinity, now, nanoTimestamp(now))
-      const affKey = keys.affinity(args.host, cidr)
-      batch.put(affKey, encodeAffinity('confirmed'), await ctx.store.get(affKey))
+  const {ip, ...rest} = args
+  return (await assignIps(ctx, [ip], rest))[0]!
+}
+
+interface Target {
+  ip: Ip
+  text: string
+  pool: Pool
+  block: Cidr
+}
+
+function resolveTargets(ips: readonly string[], pools: readonly Pool[], use?: AllowedUse): Target[] {
+  const seen = new Set<string>()
+  return ips.map((raw) => {
+    const ip = parseIp(raw)
+    const text = formatIp(ip.family, ip.value)
+    if (seen.has(text)) throw new ValidationError(`IP address ${text} is given twice`)
+    seen.add(text)
+    // Upstream: the first enabled pool (in name order) that contains the address.
+    const pool = pools.find((p) => !p.spec.disabled && containsIp(p.cidr, ip))
+    if (!pool) throw new ValidationError(`The provided IP address ${text} is not in a configured pool`)
+    if (use && !pool.spec.allowedUses.includes(use)) {
+      throw new ValidationError(`IP address ${text} is in IP pool "${pool.name}", which is not allowed for use "${use}" (allowedUses: [${pool.spec.allowedUses.join(' ')}])`)
     }
-    if (!takeOrdinal(block, ordinalOf(block, ip), attr)) {
-      throw new ConflictError(`IP address ${text} is already assigned (Address already assigned in block ${formatCidr(block.cidr)})`)
-    }
-    if (loaded) batch.putBlock(block, loaded.kv)
-    else batch.put(keys.block(cidr), encodeBlock(block), undefined)
-    await batch.countHandle(args.handle, cidr, 1).commit()
-    return {address: text, family: ip.family, cidr: `${text}/${cidr.prefix}`, block: formatCidr(block.cidr)}
+    const bs = pool.spec.blockSize
+    return {ip, text, pool, block: {family: ip.family, base: maskIp(ip.family, ip.value, bs), prefix: bs}}
   })
 }
 
-/**
- * Assign several specific addresses as one request: every address is validated first, and if any of
- * them cannot be assigned the ones already taken are released again, so the request is all-or-nothing.
- */
 export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<AssignIpArgs, 'ip'>): Promise<AssignedIp[]> {
-  const parsed = ips.map((t) => parseIp(t))
-  const seen = new Set<string>()
-  for (const ip of parsed) {
-    const t = formatIp(ip.family, ip.value)
-    if (seen.has(t)) throw new ValidationError(`IP address ${t} is given twice`)
-    seen.add(t)
-  }
-  const pools = await listPools(ctx)
-  for (const ip of parsed) {
-    if (!pools.some((p) => !p.spec.disabled && containsIp(p.cidr, ip))) {
-      throw new ValidationError(`The provided IP address ${formatIp(ip.family, ip.value)} is not in a configured pool`)
+  if (ips.length === 0) throw new ValidationError('no IP address given')
+  validateHostName(rest.host)
+  const [cfg, pools] = await Promise.all([loadConfig(ctx), listPools(ctx)])
+  const targets = resolveTargets(ips, pools, rest.use)
+  const affinity = `host:${rest.host}`
+  const attr = ownerAttribute(rest.host, rest.handle, rest.attrs)
+  const byBlock = new Map<string, Target[]>()
+  for (const t of targets) byBlock.set(formatCidr(t.block), [...(byBlock.get(formatCidr(t.block)) ?? []), t])
+  const done = await withRetry(ctx, async () => {
+    const batch = new WriteBatch(ctx)
+    const out: AssignedIp[] = []
+    for (const group of byBlock.values()) {
+      const cidr = group[0]!.block
+      const loaded = await loadBlock(ctx, cidr, cfg.ipCooldownSeconds)
+      let block: Block
+      if (loaded) {
+        block = loaded.block
+        checkStrict(cfg.strictAffinity, block, affinity, group[0]!.text)
+      } else {
+        const now = ctx.clock.now()
+        block = newBlock(cidr, affinity, now, nanoTimestamp(now))
+        const affKey = keys.affinity(rest.host, cidr)
+        batch.put(affKey, encodeAffinity('confirmed'), await ctx.store.get(affKey))
+      }
+      for (const t of group) {
+        if (!takeOrdinal(block, ordinalOf(block, t.ip), attr)) {
+          throw new ConflictError(`IP address ${t.text} is already assigned (Address already assigned in block ${formatCidr(cidr)})`)
+        }
+        out.push({address: t.text, family: t.ip.family, cidr: `${t.text}/${cidr.prefix}`, block: formatCidr(cidr)})
+      }
+      if (loaded) batch.putBlock(block, loaded.kv)
+      else batch.put(keys.block(cidr), encodeBlock(block), undefined)
+      batch.countHandle(rest.handle, cidr, group.length)
     }
-  }
-  const done: AssignedIp[] = []
-  try {
-    for (const ip of ips) done.push(await assignIp(ctx, {...rest, ip}))
-  } catch (err) {
-    if (done.length > 0) {
-      await releaseIps(ctx, done.map((d) => ({ip: d.address, handle: rest.handle})))
-    }
-    throw err
-  }
-  return done
+    await batch.commit()
+    return out
+  })
+  await ensureNode(ctx.store, rest.host, ctx.clock.now())
+  // Report in the order the caller asked for.
+  return targets.map((t) => done.find((d) => d.address === t.text)!)
+}
+
+function checkStrict(strict: boolean, block: Block, affinity: string, ip: string): void {
+  if (!strict || block.affinity === affinity) return
+  throw new ConflictError(
+    block.affinity
+      ? `Block host affinity does not match: ${ip} is in block ${formatCidr(block.cidr)} owned by ${block.affinity} and strict affinity is enabled`
+      : `Attempt to assign from block ${formatCidr(block.cidr)} with no affinity (strict affinity is enabled)`,
+  )
 }

@@ -8,7 +8,7 @@ import type {KeyValue} from '../store/store.js'
 import {type Attribute, type Block, decodeBlock, encodeBlock, garbageCollect, isEmpty, newBlock, takeOrdinals} from './block.js'
 import {blockWalk, startIndex, walkOrder} from './blockgen.js'
 import {type Ctx, listPools, loadBlock, loadConfig, MAX_RETRIES_MESSAGE, withRetry, WriteBatch} from './context.js'
-import {ensureNode} from './node.js'
+import {ensureNode, getNode, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {findPool, selectPools} from './pools-select.js'
 import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} from './records.js'
@@ -77,12 +77,18 @@ export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: F
   return {v4, v6}
 }
 
+/** The requested pools of one family; asking for addresses of a family none of them has is an error. */
 function poolsOfFamily(pools: readonly Pool[], refs: readonly string[], family: Family): string[] {
-  return refs.filter((ref) => {
+  const mine = refs.filter((ref) => {
     const p = findPool(pools, ref)
     if (!p) throw new NotFoundError(`the given pool (${ref}) does not exist, or is not enabled`)
     return p.cidr.family === family
   })
+  if (mine.length === 0) {
+    const [want, got] = family === 4 ? ['IPv4', 'IPv6'] : ['IPv6', 'IPv4']
+    throw new ValidationError(`IPv${family} addresses were requested but the given pools (${refs.join(', ')}) are all ${got}: add an ${want} pool or drop the ${want} count`)
+  }
+  return mine
 }
 
 interface Affine {
@@ -95,11 +101,14 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   if (num === 0) return result
   const now = ctx.clock.now()
   const use = args.use ?? 'Workload'
-  const [cfg, node, allPools] = await Promise.all([loadConfig(ctx), ensureNode(ctx.store, args.host, now), listPools(ctx)])
+  validateHostName(args.host)
+  const [cfg, node, allPools] = await Promise.all([loadConfig(ctx), getNode(ctx.store, args.host), listPools(ctx)])
   if (args.pools?.length) requested = [...(requested ?? []), ...poolsOfFamily(allPools, args.pools, family)]
-  const pools = selectPools({pools: allPools, family, requested, nodeLabels: node.labels, host: args.host, use})
+  const pools = selectPools({pools: allPools, family, requested, nodeLabels: node?.labels ?? {}, host: args.host, use})
   const job = new FamilyJob(ctx, cfg, args, family, pools, result)
   await job.run(num)
+  // The Node record is created on first use, but only once something was actually allocated for it.
+  if (!node && result.ips.length > 0) await ensureNode(ctx.store, args.host, now)
   return result
 }
 

@@ -49,6 +49,11 @@ export function newNode(name: string, labels: Record<string, string>, now: Date)
   return {name, uid: randomUUID(), creationTimestamp: rfc3339(now), labels}
 }
 
+export async function getNode(store: Store, host: string): Promise<NodeRecord | undefined> {
+  const kv = await store.get(keys.node(host))
+  return kv && decodeNode(kv.value)
+}
+
 /** The node's record, creating an unlabelled one if this is the first time the host is seen. */
 export async function ensureNode(store: Store, host: string, now: Date): Promise<NodeRecord> {
   validateHostName(host)
