@@ -1,6 +1,6 @@
 // An allocation block: its stored JSON form (Calico's AllocationBlock) and the pure operations on it.
 // The block is the unit of compare-and-swap; nothing here touches the datastore.
-import {asBigInt, encodeJson, goMap, type JsonValue, parseJson, RawJson} from '../codec/gojson.js'
+import {asBigInt, encodeJson, goMap, type JsonValue, nativeParse, RawJson} from '../codec/gojson.js'
 import {ValidationError} from '../errors.js'
 import {type Cidr, cidrSize, formatCidr, formatIp, type Ip, maskIp, parseCidr} from '../net/cidr.js'
 import {rfc3339} from './time.js'
@@ -239,8 +239,20 @@ function strMap(v: JsonValue | undefined): Record<string, string> | undefined {
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)]))
 }
 
+/**
+ * Blocks are read on every allocation, so they skip the generic lossless parser: the only integers that
+ * can exceed 2^53 are `sequenceNumber` and the values of `sequenceNumberForAllocation`; quote exactly those
+ * and let the native parser do the rest. (`"key":` with unescaped quotes can only be a real member name.)
+ */
+function parseBlockJson(text: string): JsonValue {
+  const prepared = text
+    .replace(/"sequenceNumber"\s*:\s*(-?\d+)/, '"sequenceNumber":"$1"')
+    .replace(/"sequenceNumberForAllocation"\s*:\s*\{([^{}]*)\}/, (_m, inner: string) => `"sequenceNumberForAllocation":{${inner.replace(/:\s*(-?\d+)/g, ':"$1"')}}`)
+  return nativeParse(prepared)
+}
+
 export function decodeBlock(text: string): Block {
-  const raw = parseJson(text)
+  const raw = parseBlockJson(text)
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ValidationError('malformed block: not a JSON object')
   const cidr = parseCidr(String(raw.cidr))
   const size = Number(cidrSize(cidr))

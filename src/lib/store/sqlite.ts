@@ -23,9 +23,31 @@ export class SqliteStore implements Store {
   readonly description: string
   private readonly db: Database.Database
 
+  private readonly stmt: ReturnType<typeof prepareStatements>
+  // IMMEDIATE takes the write lock up front, so two writers never both read and then deadlock on upgrade.
+  private readonly txnImmediate: (conditions: readonly Condition[], ops: readonly WriteOp[]) => TxnResult
+
   private constructor(readonly file: string, db: Database.Database) {
     this.db = db
     this.description = `embedded (${file})`
+    const st = (this.stmt = prepareStatements(db))
+    const body = db.transaction((conditions: readonly Condition[], ops: readonly WriteOp[]): TxnResult => {
+      const now = st.current.get() as bigint
+      for (const c of conditions) {
+        const seen = st.rev.get(c.key) as bigint | undefined
+        const ok = 'absent' in c ? seen === undefined : seen === c.modRevision
+        if (!ok) return {succeeded: false, revision: now}
+      }
+      if (ops.length === 0) return {succeeded: true, revision: now}
+      const next = now + 1n
+      for (const op of ops) {
+        if ('put' in op) st.put.run(op.put, op.value, next)
+        else st.del.run(op.delete)
+      }
+      st.bump.run(next)
+      return {succeeded: true, revision: next}
+    })
+    this.txnImmediate = (conditions, ops) => body.immediate(conditions, ops)
   }
 
   static open(file: string, opts: {busyTimeoutMs?: number} = {}): SqliteStore {
@@ -68,13 +90,13 @@ export class SqliteStore implements Store {
 
   async get(key: string): Promise<KeyValue | undefined> {
     return this.run(() => {
-      const row = this.db.prepare('SELECT key, value, mod_revision FROM kv WHERE key = ?').safeIntegers(true).get(key) as Row | undefined
+      const row = this.stmt.get.get(key) as Row | undefined
       return row && toKv(row)
     })
   }
 
   async list(prefix: string): Promise<KeyValue[]> {
-    return this.run(() => this.scan('key, value, mod_revision', prefix).map((r) => toKv(r as Row)))
+    return this.run(() => this.scan('all', prefix).map((r) => toKv(r as Row)))
   }
 
   async listKeys(prefix: string): Promise<string[]> {
@@ -85,9 +107,9 @@ export class SqliteStore implements Store {
    * Range scan from `prefix` in index order, stopping at the first key without it. SQLite compares TEXT
    * bytewise (UTF-8), as etcd does, so no upper bound has to be computed for non-ASCII prefixes.
    */
-  private scan(columns: string, prefix: string): unknown[] {
+  private scan(columns: 'key' | 'all', prefix: string): unknown[] {
     const out: unknown[] = []
-    const stmt = this.db.prepare(`SELECT ${columns} FROM kv WHERE key >= ? ORDER BY key`).safeIntegers(true)
+    const stmt = columns === 'key' ? this.stmt.scanKeys : this.stmt.scan
     for (const row of stmt.iterate(prefix)) {
       if (!(row as {key: string}).key.startsWith(prefix)) break
       out.push(row)
@@ -96,35 +118,11 @@ export class SqliteStore implements Store {
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
-    return this.run(() => {
-      const rev = this.db.prepare('SELECT mod_revision FROM kv WHERE key = ?').safeIntegers(true).pluck()
-      const current = this.db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck()
-      const put = this.db.prepare('INSERT INTO kv (key, value, mod_revision) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision')
-      const del = this.db.prepare('DELETE FROM kv WHERE key = ?')
-      const bump = this.db.prepare("UPDATE meta SET value = ? WHERE name = 'revision'")
-      const body = this.db.transaction((): TxnResult => {
-        const now = current.get() as bigint
-        for (const c of conditions) {
-          const seen = rev.get(c.key) as bigint | undefined
-          const ok = 'absent' in c ? seen === undefined : seen === c.modRevision
-          if (!ok) return {succeeded: false, revision: now}
-        }
-        if (ops.length === 0) return {succeeded: true, revision: now}
-        const next = now + 1n
-        for (const op of ops) {
-          if ('put' in op) put.run(op.put, op.value, next)
-          else del.run(op.delete)
-        }
-        bump.run(next)
-        return {succeeded: true, revision: next}
-      })
-      // IMMEDIATE takes the write lock up front, so two writers never both read and then deadlock on upgrade.
-      return body.immediate()
-    })
+    return this.run(() => this.txnImmediate(conditions, ops))
   }
 
   async revision(): Promise<bigint> {
-    return this.run(() => this.db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck().get() as bigint)
+    return this.run(() => this.stmt.current.get() as bigint)
   }
 
   async close(): Promise<void> {
@@ -146,6 +144,19 @@ function ensureDir(dir: string): void {
     d = parent
   }
   for (const m of missing) fs.mkdirSync(m, {mode: 0o700})
+}
+
+function prepareStatements(db: Database.Database) {
+  return {
+    get: db.prepare('SELECT key, value, mod_revision FROM kv WHERE key = ?').safeIntegers(true),
+    scan: db.prepare('SELECT key, value, mod_revision FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
+    scanKeys: db.prepare('SELECT key FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
+    rev: db.prepare('SELECT mod_revision FROM kv WHERE key = ?').safeIntegers(true).pluck(),
+    current: db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck(),
+    put: db.prepare('INSERT INTO kv (key, value, mod_revision) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision'),
+    del: db.prepare('DELETE FROM kv WHERE key = ?'),
+    bump: db.prepare("UPDATE meta SET value = ? WHERE name = 'revision'"),
+  }
 }
 
 function toKv(r: Row): KeyValue {

@@ -268,10 +268,12 @@ describe('asBigInt', () => {
   test('accepts bigints and integral numbers', () => {
     assert.equal(asBigInt(5, 'x'), 5n);
     assert.equal(asBigInt(1767323045000000001n, 'x'), 1767323045000000001n);
+    // Digit strings come from the block fast path, which quotes sequence numbers before JSON.parse.
+    assert.equal(asBigInt('1767323045000000001', 'x'), 1767323045000000001n);
   });
 
   test('rejects non-integers with a ValidationError naming the field', () => {
-    for (const bad of [1.5, '5', null, undefined, [1]] as const) {
+    for (const bad of [1.5, '5x', '', '1.5', null, undefined, [1]] as const) {
       assert.throws(() => asBigInt(bad as never, 'sequenceNumber'), (err: unknown) => err instanceof ValidationError && /sequenceNumber/.test(err.message));
     }
   });
