@@ -4,12 +4,29 @@ import {Command, Flags, Errors} from '@oclif/core'
 import {IpamError} from '../lib/errors.js'
 import {makeCtx, type Ctx} from '../lib/ipam/context.js'
 import {openStore} from '../lib/store/open.js'
+import {DEFAULT_CONFIG_FILE, type DatastoreSettings, resolveSettings} from '../lib/store/settings.js'
 import type {Store} from '../lib/store/store.js'
 import type {OutputFormat} from './render.js'
 import {errorStyle} from './style.js'
 
+export interface GlobalFlags {
+  datastore?: string
+  'etcd-endpoints'?: string
+  config?: string
+  timeout?: number
+  'datastore-path'?: string
+}
+
 export abstract class BaseCommand extends Command {
   static override baseFlags = {
+    datastore: Flags.string({
+      summary: 'Datastore type: embedded (default) or etcdv3. Env: DATASTORE_TYPE.',
+      options: ['embedded', 'etcdv3'],
+      helpGroup: 'GLOBAL',
+    }),
+    'etcd-endpoints': Flags.string({summary: 'Comma-separated etcd URLs, e.g. https://10.0.0.1:2379. Env: ETCD_ENDPOINTS.', helpGroup: 'GLOBAL'}),
+    config: Flags.string({summary: `calicoctl-style config file (default ${DEFAULT_CONFIG_FILE} if present). Env: IPAMCTL_CONFIG.`, helpGroup: 'GLOBAL'}),
+    timeout: Flags.integer({summary: 'Seconds any one datastore request may take (default 10).', helpGroup: 'GLOBAL'}),
     'datastore-path': Flags.string({
       summary: 'Embedded datastore file (default: $IPAMCTL_DATASTORE_PATH, /var/lib/ipamctl/ipam.db for root, else $XDG_DATA_HOME/ipamctl/ipam.db).',
       helpGroup: 'GLOBAL',
@@ -17,15 +34,31 @@ export abstract class BaseCommand extends Command {
     debug: Flags.boolean({summary: 'Show stack traces for errors.', helpGroup: 'GLOBAL'}),
   }
 
-  private store?: Store
+  protected settings(flags: GlobalFlags): DatastoreSettings {
+    return resolveSettings({
+      datastore: flags.datastore,
+      etcdEndpoints: flags['etcd-endpoints'],
+      config: flags.config,
+      timeout: flags.timeout,
+      datastorePath: flags['datastore-path'],
+    })
+  }
 
-  protected async ctx(flags: {'datastore-path'?: string}): Promise<Ctx> {
-    this.store = await openStore({path: flags['datastore-path']})
-    return makeCtx(this.store)
+  protected async openStore(settings: DatastoreSettings): Promise<Store> {
+    const store = await openStore(settings)
+    this.stores.push(store)
+    return store
+  }
+
+  private readonly stores: Store[] = []
+
+  protected async ctx(flags: GlobalFlags): Promise<Ctx> {
+    return makeCtx(await this.openStore(this.settings(flags)))
   }
 
   protected override async finally(err: Error | undefined): Promise<unknown> {
-    await this.store?.close()
+    // Always close: an open etcd client keeps the process alive.
+    await Promise.allSettled(this.stores.map((s) => s.close()))
     return super.finally(err)
   }
 

@@ -6,6 +6,7 @@ import type {IpamConfig} from '../lib/ipam/records.js'
 import type {NodeRecord} from '../lib/ipam/node.js'
 import {countWithPercent} from '../lib/format/numbers.js'
 import {formatCidr} from '../lib/net/cidr.js'
+import type {StoreStatus} from '../lib/store/admin.js'
 import {boxTable, plainTable} from './table.js'
 
 export function utilizationTable(usage: readonly PoolUsage[], showBlocks: boolean): string {
@@ -63,4 +64,19 @@ export function nodesTable(nodes: readonly NodeRecord[]): string {
     ['NAME', 'LABELS'],
     nodes.map((n) => [n.name, Object.entries(n.labels).map(([k, v]) => `${k}=${v}`).join(',')]),
   )
+}
+
+export function statusTable(st: StoreStatus): string {
+  const rows: string[][] = [
+    ['Datastore', `${st.type} (${st.sources.datastoreType ?? 'default'})`],
+    [st.type === 'etcdv3' ? 'Endpoints' : 'File', `${st.location} (${(st.type === 'etcdv3' ? st.sources.etcdEndpoints : st.sources.datastorePath) ?? 'default'})`],
+    ['Config file', st.configFile ?? '<none>'],
+    ['Healthy', st.healthy ? 'yes' : `no: ${st.error ?? ''}`],
+  ]
+  if (st.healthy) {
+    rows.push(['Revision', String(st.revision)], ['Latency', `${st.latencyMs} ms`])
+    const k = st.keys!
+    rows.push(['Keys', `${k.total} (pools ${k.pools}, blocks ${k.blocks}, affinities ${k.affinities}, handles ${k.handles}, nodes ${k.nodes})`])
+  }
+  return boxTable(['PROPERTY', 'VALUE'], rows)
 }

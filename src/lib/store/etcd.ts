@@ -1,0 +1,142 @@
+// etcd v3 backend. Guards map to Txn compares (version == 0 for "absent", mod_revision == rev); every call
+// carries a deadline and is also raced against our own timer, so an unreachable or stuck etcd becomes a
+// one-line DatastoreUnavailableError instead of a hang. Revisions stay strings/bigint end to end.
+import fs from 'node:fs'
+import {Etcd3, type IOptions} from 'etcd3'
+import {DatastoreUnavailableError, ValidationError} from '../errors.js'
+import type {Condition, KeyValue, Store, TxnResult, WriteOp} from './store.js'
+
+export interface EtcdConnectOptions {
+  endpoints: string[]
+  keyFile?: string
+  certFile?: string
+  caCertFile?: string
+  username?: string
+  password?: string
+  timeoutMs: number
+}
+
+/** Keys per range page: keeps every response far below gRPC's 4 MiB message limit. */
+const PAGE = 500
+
+function readPem(file: string, what: string): Buffer {
+  try {
+    return fs.readFileSync(file)
+  } catch (err) {
+    throw new ValidationError(`cannot read etcd ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+}
+
+/** The smallest key greater than every key starting with `prefix` (etcd's range_end for a prefix). */
+export function prefixRangeEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix)
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]!++
+      return end.subarray(0, i + 1)
+    }
+  }
+  return Buffer.from([0]) // every key
+}
+
+export class EtcdStore implements Store {
+  readonly description: string
+  private closed = false
+
+  private constructor(private readonly client: Etcd3, private readonly opts: EtcdConnectOptions) {
+    this.description = `etcdv3 (${opts.endpoints.join(',')})`
+  }
+
+  static async connect(o: EtcdConnectOptions): Promise<EtcdStore> {
+    const options: IOptions = {
+      hosts: o.endpoints,
+      dialTimeout: o.timeoutMs,
+      defaultCallOptions: () => ({deadline: Date.now() + o.timeoutMs}),
+    }
+    if (o.caCertFile || o.certFile) {
+      options.credentials = {
+        rootCertificate: o.caCertFile ? readPem(o.caCertFile, 'CA certificate') : Buffer.alloc(0),
+        privateKey: o.keyFile ? readPem(o.keyFile, 'key') : undefined,
+        certChain: o.certFile ? readPem(o.certFile, 'certificate') : undefined,
+      }
+    }
+    if (o.username) options.auth = {username: o.username, password: o.password ?? ''}
+    return new EtcdStore(new Etcd3(options), o)
+  }
+
+  /** Bound a request by the timeout and turn every failure into one actionable line. */
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.opts.timeoutMs / 1000} s`)), this.opts.timeoutMs)
+    })
+    try {
+      return await Promise.race([fn(), deadline])
+    } catch (err) {
+      if (err instanceof ValidationError) throw err
+      const msg = ((err as Error).message || String(err)).split('\n')[0]!.replace(/\.?\s*Resolution note:.*$/, '')
+      throw new DatastoreUnavailableError(`etcd at ${this.opts.endpoints.join(',')} is unavailable (${what}): ${msg}`, {cause: err})
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  async get(key: string): Promise<KeyValue | undefined> {
+    const r = await this.call('get', () => this.client.kv.range({key: Buffer.from(key)}))
+    const kv = r.kvs[0]
+    return kv && {key: kv.key.toString(), value: kv.value.toString(), modRevision: BigInt(kv.mod_revision)}
+  }
+
+  private async scan(prefix: string, keysOnly: boolean): Promise<KeyValue[]> {
+    const end = prefixRangeEnd(Buffer.from(prefix))
+    const out: KeyValue[] = []
+    let from = Buffer.from(prefix)
+    let revision: string | undefined
+    for (;;) {
+      const r = await this.call('list', () =>
+        this.client.kv.range({key: from, range_end: end, limit: PAGE, keys_only: keysOnly, revision, sort_order: 'Ascend', sort_target: 'Key'}),
+      )
+      // Later pages read at the first page's revision: one consistent snapshot, as a single range would be.
+      revision ??= r.header.revision
+      for (const kv of r.kvs) out.push({key: kv.key.toString(), value: keysOnly ? '' : kv.value.toString(), modRevision: BigInt(kv.mod_revision)})
+      if (!r.more || r.kvs.length === 0) return out
+      from = Buffer.concat([r.kvs[r.kvs.length - 1]!.key, Buffer.from([0])])
+    }
+  }
+
+  async list(prefix: string): Promise<KeyValue[]> {
+    return this.scan(prefix, false)
+  }
+
+  async listKeys(prefix: string): Promise<string[]> {
+    return (await this.scan(prefix, true)).map((kv) => kv.key)
+  }
+
+  async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
+    const r = await this.call('txn', () =>
+      this.client.kv.txn({
+        compare: conditions.map((c) =>
+          'absent' in c
+            ? {key: Buffer.from(c.key), target: 'Version' as const, result: 'Equal' as const, version: 0}
+            : {key: Buffer.from(c.key), target: 'Mod' as const, result: 'Equal' as const, mod_revision: c.modRevision.toString()},
+        ),
+        success: ops.map((op) =>
+          'put' in op ? {request_put: {key: Buffer.from(op.put), value: Buffer.from(op.value)}} : {request_delete_range: {key: Buffer.from(op.delete)}},
+        ),
+        failure: [],
+      }),
+    )
+    return {succeeded: r.succeeded, revision: BigInt(r.header.revision)}
+  }
+
+  async revision(): Promise<bigint> {
+    const r = await this.call('status', () => this.client.kv.range({key: Buffer.from('/calico/'), count_only: true}))
+    return BigInt(r.header.revision)
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.client.close()
+  }
+}
