@@ -14,15 +14,21 @@ import {releaseIps} from '../src/lib/ipam/release.ts'
 import {parseCidr} from '../src/lib/net/cidr.ts'
 import {keys} from '../src/lib/store/keys.ts'
 import {SqliteStore} from '../src/lib/store/sqlite.ts'
-import type {WriteOp} from '../src/lib/store/store.ts'
+import type {Store, WriteOp} from '../src/lib/store/store.ts'
+import {EtcdStore} from '../src/lib/store/etcd.ts'
+import {startEtcd, haveEtcd} from '../test/support/etcd-server.ts'
+import {Etcd3} from 'etcd3'
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-bench-'))
 let n = 0
-const fresh = () => SqliteStore.open(path.join(dir, `b${++n}.db`))
+/** Opens an empty store of the backend being measured. */
+let fresh: () => Promise<Store> = async () => SqliteStore.open(path.join(dir, `b${++n}.db`))
+/** What a worker process is told to open (a file, or etcd:<endpoint>). */
+let workerSpec = () => path.join(dir, `b${n}.db`)
 
 /** `hosts` other hosts, each owning one block of 10.0.0.0/8, written directly in bulk. */
-async function seeded(hosts: number): Promise<SqliteStore> {
-  const store = fresh()
+async function seeded(hosts: number): Promise<Store> {
+  const store = await fresh()
   const ctx = makeCtx(store)
   await createPools(ctx, [{name: 'big', cidr: '10.0.0.0/8', blockSize: 26}])
   const pool = parseCidr('10.0.0.0/8')
@@ -41,7 +47,7 @@ async function seeded(hosts: number): Promise<SqliteStore> {
       ops.push({put: k, value: encodeBlock(b)}, {put: keys.affinity(host, cidr), value: encodeAffinity('confirmed')})
       break
     }
-    if (ops.length >= 1000) {
+    if (ops.length >= 100) {
       await store.txn([], ops)
       ops = []
     }
@@ -85,7 +91,7 @@ async function claimCost(hosts: number, newHosts: number): Promise<number> {
 }
 
 async function rawCas(count: number): Promise<number> {
-  const store = fresh()
+  const store = await fresh()
   await store.txn([], [{put: '/k', value: 'x'.repeat(1000)}])
   const per: number[] = []
   for (let i = 0; i < count; i++) {
@@ -102,10 +108,10 @@ const WORKER = new URL('../test/lib/ipam/fixtures/alloc-worker.ts', import.meta.
 
 /** `procs` OS processes each making `each` one-address requests against one store file; allocations/s. */
 async function processes(procs: number, each: number, sameHost: boolean): Promise<number> {
-  const store = fresh()
+  const store = await fresh()
   await createPools(makeCtx(store), [{name: 'p', cidr: '10.0.0.0/16', blockSize: 24}])
   await store.close()
-  const file = path.join(dir, `b${n}.db`)
+  const file = workerSpec()
   const t = process.hrtime.bigint()
   await Promise.all(
     Array.from({length: procs}, (_, i) => new Promise<void>((resolve, reject) => {
@@ -118,26 +124,48 @@ async function processes(procs: number, each: number, sameHost: boolean): Promis
 }
 
 const cpus = os.cpus()
-console.log(`## Embedded store (SQLite WAL, synchronous=FULL)\n`)
 console.log(`Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. Date: ${new Date().toISOString().slice(0, 10)}.\n`)
-await steadyAllocations(10, 100) // warm up the JIT so the first measured case is not penalised
-const raw = await rawCas(300)
-const small = await steadyAllocations(10, 300)
-const large = await steadyAllocations(5000, 300)
-const claimSmall = await claimCost(10, 30)
-const claimLarge = await claimCost(5000, 30)
-console.log('| measurement (median of the runs) | 10 other hosts | 5,000 other hosts | ratio 5000/10 |')
-console.log('|---|---|---|---|')
-console.log(`| raw get + guarded txn of a 1 KB value | ${raw.toFixed(3)} ms | – | – |`)
-console.log(`| AutoAssign 1 IP from the host's existing block (300 runs) | ${small.perOpMs.toFixed(3)} ms | ${large.perOpMs.toFixed(3)} ms | ${(large.perOpMs / small.perOpMs).toFixed(2)} |`)
-console.log(`| first AutoAssign of a new host: claims a block (30 hosts) | ${claimSmall.toFixed(3)} ms | ${claimLarge.toFixed(3)} ms | ${(claimLarge / claimSmall).toFixed(2)} |`)
-const one = await processes(1, 1600, true)
-const eightSame = await processes(8, 200, true)
-const eightDiff = await processes(8, 200, false)
-console.log(`\n| concurrency (wall clock incl. process start, 1,600 allocations) | allocations/s | ratio to 1 process |`)
-console.log('|---|---|---|')
-console.log(`| 1 process × 1,600 | ${one.toFixed(0)} | 1.00 |`)
-console.log(`| 8 processes × 200, one host (one hot block) | ${eightSame.toFixed(0)} | ${(eightSame / one).toFixed(2)} |`)
-console.log(`| 8 processes × 200, eight hosts | ${eightDiff.toFixed(0)} | ${(eightDiff / one).toFixed(2)} |`)
-console.log(`\nAllocation from an existing block costs ${(small.perOpMs / raw).toFixed(1)}× one raw guarded transaction (it reads config, pools, node and affinities, then writes block + handle atomically).`)
+
+async function section(title: string): Promise<void> {
+  console.log(`## ${title}\n`)
+  await steadyAllocations(10, 50) // warm up the JIT (and the connection) so the first measured case is not penalised
+  const raw = await rawCas(300)
+  const small = await steadyAllocations(10, 300)
+  const large = await steadyAllocations(5000, 300)
+  const claimSmall = await claimCost(10, 30)
+  const claimLarge = await claimCost(5000, 30)
+  console.log('| measurement (median of the runs) | 10 other hosts | 5,000 other hosts | ratio 5000/10 |')
+  console.log('|---|---|---|---|')
+  console.log(`| raw get + guarded txn of a 1 KB value | ${raw.toFixed(3)} ms | – | – |`)
+  console.log(`| AutoAssign 1 IP from the host's existing block (300 runs) | ${small.perOpMs.toFixed(3)} ms | ${large.perOpMs.toFixed(3)} ms | ${(large.perOpMs / small.perOpMs).toFixed(2)} |`)
+  console.log(`| first AutoAssign of a new host: claims a block (30 hosts) | ${claimSmall.toFixed(3)} ms | ${claimLarge.toFixed(3)} ms | ${(claimLarge / claimSmall).toFixed(2)} |`)
+  console.log(`\nIn one process: raw guarded transactions ${(1000 / raw).toFixed(0)}/s; allocations from an existing block ${(1000 / small.perOpMs).toFixed(0)}/s (${(small.perOpMs / raw).toFixed(1)}× a raw transaction: it also reads config, pools, node and affinities, and writes block + handle atomically).`)
+  const one = await processes(1, 800, true)
+  const eightSame = await processes(8, 100, true)
+  const eightDiff = await processes(8, 100, false)
+  console.log(`\n| concurrency (wall clock incl. process start, 800 allocations) | allocations/s | ratio to 1 process |`)
+  console.log('|---|---|---|')
+  console.log(`| 1 process × 800 | ${one.toFixed(0)} | 1.00 |`)
+  console.log(`| 8 processes × 100, one host (one hot block) | ${eightSame.toFixed(0)} | ${(eightSame / one).toFixed(2)} |`)
+  console.log(`| 8 processes × 100, eight hosts | ${eightDiff.toFixed(0)} | ${(eightDiff / one).toFixed(2)} |\n`)
+}
+
+await section('Embedded store (SQLite WAL, synchronous=FULL)')
+if (haveEtcd) {
+  const server = await startEtcd()
+  const admin = new Etcd3({hosts: server.endpoint})
+  try {
+    fresh = async () => {
+      await admin.delete().all()
+      return EtcdStore.connect({endpoints: [server.endpoint], timeoutMs: 30_000})
+    }
+    workerSpec = () => `etcd:${server.endpoint}`
+    await section(`etcd v3 (${server.ctl('version').split('\n')[0]}, one member on 127.0.0.1, data on local disk)`)
+  } finally {
+    admin.close()
+    await server.stop()
+  }
+} else {
+  console.log('etcd is not installed: etcd section skipped (bash scripts/install-test-deps.sh)')
+}
 fs.rmSync(dir, {recursive: true, force: true})

@@ -102,11 +102,16 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   const now = ctx.clock.now()
   const use = args.use ?? 'Workload'
   validateHostName(args.host)
-  const [cfg, node, allPools] = await Promise.all([loadConfig(ctx), getNode(ctx.store, args.host), listPools(ctx)])
+  const [cfg, node, allPools, affinityKeys] = await Promise.all([
+    loadConfig(ctx),
+    getNode(ctx.store, args.host),
+    listPools(ctx),
+    ctx.store.listKeys(keys.hostAffinityPrefix(args.host, family)),
+  ])
   if (args.pools?.length) requested = [...(requested ?? []), ...poolsOfFamily(allPools, args.pools, family)]
   const pools = selectPools({pools: allPools, family, requested, nodeLabels: node?.labels ?? {}, host: args.host, use})
   const job = new FamilyJob(ctx, cfg, args, family, pools, result)
-  await job.run(num)
+  await job.run(affinityKeys)
   // The Node record is created on first use, but only once something was actually allocated for it.
   if (!node && result.ips.length > 0) await ensureNode(ctx.store, args.host, now)
   return result
@@ -143,8 +148,8 @@ class FamilyJob {
   }
 
   /** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
-  private async affine(): Promise<Affine[]> {
-    const kvs = await this.ctx.store.listKeys(keys.hostAffinityPrefix(this.args.host, this.family))
+  private async affine(listed?: string[]): Promise<Affine[]> {
+    const kvs = listed ?? (await this.ctx.store.listKeys(keys.hostAffinityPrefix(this.args.host, this.family)))
     const out: Affine[] = []
     for (const key of kvs) {
       const parsed = parseAffinityKey(key)
@@ -153,9 +158,9 @@ class FamilyJob {
     return out
   }
 
-  async run(num: number): Promise<void> {
+  async run(affinityKeys: string[]): Promise<void> {
     const cap = blockCap(this.cfg, this.args.maxBlocksPerHost)
-    let affine = await this.affine()
+    let affine = await this.affine(affinityKeys)
     this.owned = affine.length
     let noFreeBlocks = false
     let blockLimit = false
@@ -202,12 +207,12 @@ class FamilyJob {
   /** Allocate from one of our blocks; re-drives a pending affinity and recreates a block lost mid-claim. */
   private async assignAffine(a: Affine): Promise<void> {
     await withRetry(this.ctx, async () => {
-      const affKv = await this.ctx.store.get(a.key)
+      // One round trip for everything this attempt reads.
+      const batch = new WriteBatch(this.ctx).prefetchHandle(this.args.handle)
+      const [affKv, loaded] = await Promise.all([this.ctx.store.get(a.key), loadBlock(this.ctx, a.cidr, this.cfg.ipCooldownSeconds)])
       if (!affKv) return
       const state = decodeAffinity(affKv.value)
       if (state === 'pendingDeletion') return
-      const loaded = await loadBlock(this.ctx, a.cidr, this.cfg.ipCooldownSeconds)
-      const batch = new WriteBatch(this.ctx)
       let block: Block
       if (!loaded) {
         block = newBlock(a.cidr, this.affinity, this.ctx.clock.now(), nanoTimestamp(this.ctx.clock.now()))

@@ -71,6 +71,7 @@ export class WriteBatch {
   private readonly conditions: Condition[] = []
   private readonly ops: WriteOp[] = []
   private readonly handleDeltas = new Map<string, Map<string, number>>()
+  private readonly handleReads = new Map<string, Promise<KeyValue | undefined>>()
 
   constructor(private readonly ctx: Ctx) {}
 
@@ -107,11 +108,21 @@ export class WriteBatch {
     return this
   }
 
+  /**
+   * Start reading a handle now, alongside the caller's other reads, to save a round trip at commit. The
+   * value is still guarded by its revision, so reading early is never unsafe.
+   */
+  prefetchHandle(handle: string | undefined): this {
+    if (handle !== undefined && !this.handleReads.has(handle)) this.handleReads.set(handle, this.ctx.store.get(keys.handle(handle)))
+    return this
+  }
+
   /** Throws RevisionConflict if anything it read has changed since. */
   async commit(): Promise<void> {
+    for (const h of this.handleDeltas.keys()) this.prefetchHandle(h)
     for (const [handle, deltas] of this.handleDeltas) {
       const key = keys.handle(handle)
-      const seen = await this.ctx.store.get(key)
+      const seen = await this.handleReads.get(handle)!
       const counts = seen ? decodeHandle(seen.value) : new Map<string, number>()
       for (const [cidr, d] of deltas) {
         // Never below zero: legacy over-counted handles (upstream quirk 3.15.1) must still release cleanly.
