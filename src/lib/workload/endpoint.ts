@@ -1,0 +1,91 @@
+// WorkloadEndpoint records: what the CNI plugin writes for each wired pod, so `ipam check` can tell a live
+// address from a leaked one. Stored in Calico's v3 resource layout (reference §2.1, §5.3).
+import {randomUUID} from 'node:crypto'
+import {encodeJson, goMap, parseJson} from '../codec/gojson.js'
+import {keys} from '../store/keys.js'
+import type {KeyValue, Store} from '../store/store.js'
+import {rfc3339} from '../ipam/time.js'
+
+export interface WorkloadEndpoint {
+  name: string
+  namespace: string
+  uid: string
+  creationTimestamp: string
+  labels: Record<string, string>
+  orchestrator: 'k8s' | 'cni'
+  node: string
+  containerID: string
+  pod?: string
+  endpoint: string
+  /** Addresses as /32 or /128. */
+  ipNetworks: string[]
+  profiles: string[]
+  interfaceName: string
+  mac?: string
+}
+
+/** Segments joined by "-", each "-" inside a segment doubled: node-1/web-0/eth0 → node--1-k8s-web--0-eth0. */
+export function workloadEndpointName(p: {node: string; orchestrator: 'k8s' | 'cni'; pod?: string; containerId: string; ifName: string}): string {
+  const esc = (s: string) => s.replace(/-/g, '--')
+  const workload = p.orchestrator === 'k8s' ? p.pod! : p.containerId
+  return [p.node, p.orchestrator, workload, p.ifName].map(esc).join('-')
+}
+
+export const endpointKey = (namespace: string, name: string): string => `${keys.resourcePrefix('workloadendpoints')}${namespace}/${name}`
+
+export function newWorkloadEndpoint(p: Omit<WorkloadEndpoint, 'uid' | 'creationTimestamp' | 'labels' | 'profiles'>, now: Date): WorkloadEndpoint {
+  return {
+    ...p,
+    uid: randomUUID(),
+    creationTimestamp: rfc3339(now),
+    labels: {'projectcalico.org/namespace': p.namespace, 'projectcalico.org/orchestrator': p.orchestrator},
+    profiles: p.orchestrator === 'k8s' ? [`kns.${p.namespace}`] : [],
+  }
+}
+
+export function encodeWorkloadEndpoint(w: WorkloadEndpoint): string {
+  return encodeJson({
+    kind: 'WorkloadEndpoint',
+    apiVersion: 'projectcalico.org/v3',
+    metadata: {name: w.name, namespace: w.namespace, uid: w.uid, creationTimestamp: w.creationTimestamp, labels: goMap(w.labels)},
+    spec: {
+      orchestrator: w.orchestrator,
+      node: w.node,
+      containerID: w.containerID,
+      pod: w.pod,
+      endpoint: w.endpoint,
+      ipNetworks: w.ipNetworks,
+      profiles: w.profiles.length ? w.profiles : undefined,
+      interfaceName: w.interfaceName,
+      mac: w.mac,
+    },
+  })
+}
+
+export function decodeWorkloadEndpoint(text: string): WorkloadEndpoint {
+  const raw = parseJson(text) as {metadata?: Record<string, unknown>; spec?: Record<string, unknown>}
+  const md = raw?.metadata ?? {}
+  const spec = raw?.spec ?? {}
+  const str = (v: unknown) => (typeof v === 'string' ? v : '')
+  return {
+    name: str(md.name),
+    namespace: str(md.namespace),
+    uid: str(md.uid),
+    creationTimestamp: str(md.creationTimestamp),
+    labels: (md.labels as Record<string, string>) ?? {},
+    orchestrator: spec.orchestrator === 'k8s' ? 'k8s' : 'cni',
+    node: str(spec.node),
+    containerID: str(spec.containerID),
+    pod: typeof spec.pod === 'string' ? spec.pod : undefined,
+    endpoint: str(spec.endpoint),
+    ipNetworks: Array.isArray(spec.ipNetworks) ? spec.ipNetworks.map(String) : [],
+    profiles: Array.isArray(spec.profiles) ? spec.profiles.map(String) : [],
+    interfaceName: str(spec.interfaceName),
+    mac: typeof spec.mac === 'string' ? spec.mac : undefined,
+  }
+}
+
+export async function listWorkloadEndpoints(store: Store, node?: string): Promise<(WorkloadEndpoint & {kv: KeyValue})[]> {
+  const kvs = await store.list(keys.resourcePrefix('workloadendpoints'))
+  return kvs.map((kv) => ({...decodeWorkloadEndpoint(kv.value), kv})).filter((w) => node === undefined || w.node === node)
+}
