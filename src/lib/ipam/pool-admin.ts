@@ -9,6 +9,8 @@ import {findPool} from './pools-select.js'
 
 export {listPools}
 
+const MAX_POOLS_PER_TXN = 100
+
 export async function getPool(ctx: Ctx, ref: string): Promise<Pool> {
   const p = findPool(await listPools(ctx), ref)
   if (!p) throw new NotFoundError(`IP pool ${ref} not found`)
@@ -40,13 +42,19 @@ export async function createPools(ctx: Ctx, inputs: readonly PoolInput[]): Promi
       throw new ConflictError(`IPPool blocksSize conflicts with existing allocations that use a different blockSize (pool ${p.name})`)
     }
   })
-  const batch = new WriteBatch(ctx)
-  for (const p of pools) batch.put(keys.pool(p.name), encodePool(p), undefined)
-  try {
-    await batch.commit()
-  } catch (err) {
-    if (err instanceof RevisionConflict) throw new ConflictError(`IP pool ${pools.map((p) => p.name).join(', ')} was created concurrently`)
-    throw err
+  // One transaction per 100 pools (etcd allows 128 operations per transaction); if a later one fails,
+  // the earlier ones are undone, so a manifest is still all-or-nothing.
+  for (let i = 0; i < pools.length; i += MAX_POOLS_PER_TXN) {
+    const slice = pools.slice(i, i + MAX_POOLS_PER_TXN)
+    const batch = new WriteBatch(ctx)
+    for (const p of slice) batch.put(keys.pool(p.name), encodePool(p), undefined)
+    try {
+      await batch.commit()
+    } catch (err) {
+      await undoCreate(ctx, pools.slice(0, i))
+      if (err instanceof RevisionConflict) throw new ConflictError(`IP pool ${slice.map((p) => p.name).join(', ')} was created concurrently`)
+      throw err
+    }
   }
   const after = await listPools(ctx)
   for (const p of pools) {

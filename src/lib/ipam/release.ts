@@ -9,6 +9,8 @@ import type {Pool} from './pool.js'
 import {ipStatus} from './query.js'
 import {decodeHandle} from './records.js'
 
+const MAX_IPS_PER_TXN = 100
+
 export interface ReleaseOption {
   ip: string
   /** Release only if the address still belongs to this handle. */
@@ -63,9 +65,14 @@ export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[], op
     byBlock.set(k, entry)
   }
   for (const {cidr, opts} of byBlock.values()) {
-    const r = await withRetry(ctx, () => releaseInBlock(ctx, cfg.ipCooldownSeconds, cidr, opts))
-    result.released.push(...r.released)
-    result.unallocated.push(...r.unallocated)
+    // Each address may carry its own handle, and block + handles go in one transaction: keep a transaction
+    // within etcd's default limit of 128 operations by releasing big batches in slices.
+    for (let i = 0; i < opts.length; i += MAX_IPS_PER_TXN) {
+      const slice = opts.slice(i, i + MAX_IPS_PER_TXN)
+      const r = await withRetry(ctx, () => releaseInBlock(ctx, cfg.ipCooldownSeconds, cidr, slice))
+      result.released.push(...r.released)
+      result.unallocated.push(...r.unallocated)
+    }
   }
   return result
 }

@@ -2,6 +2,7 @@
 // carries a deadline and is also raced against our own timer, so an unreachable or stuck etcd becomes a
 // one-line DatastoreUnavailableError instead of a hang. Revisions stay strings/bigint end to end.
 import fs from 'node:fs'
+import {noop} from 'cockatiel'
 import {Etcd3, type IOptions} from 'etcd3'
 import {DatastoreUnavailableError, ValidationError} from '../errors.js'
 import type {Condition, KeyValue, Store, TxnResult, WriteOp} from './store.js'
@@ -52,6 +53,9 @@ export class EtcdStore implements Store {
       hosts: o.endpoints,
       dialTimeout: o.timeoutMs,
       defaultCallOptions: () => ({deadline: Date.now() + o.timeoutMs}),
+      // etcd3's default per-host circuit breaker refuses every call for seconds after one failure and hides
+      // the cause; our own deadline and retry policy bound things instead.
+      faultHandling: {host: () => noop},
     }
     if (o.caCertFile || o.certFile) {
       options.credentials = {
@@ -82,6 +86,7 @@ export class EtcdStore implements Store {
   }
 
   async get(key: string): Promise<KeyValue | undefined> {
+    if (key === '') return undefined // etcd has no empty key (and rejects the request)
     const r = await this.call('get', () => this.client.kv.range({key: Buffer.from(key)}))
     const kv = r.kvs[0]
     return kv && {key: kv.key.toString(), value: kv.value.toString(), modRevision: BigInt(kv.mod_revision)}
@@ -90,7 +95,8 @@ export class EtcdStore implements Store {
   private async scan(prefix: string, keysOnly: boolean): Promise<KeyValue[]> {
     const end = prefixRangeEnd(Buffer.from(prefix))
     const out: KeyValue[] = []
-    let from = Buffer.from(prefix)
+    // etcd rejects an empty key; "\0" is the smallest key there is.
+    let from = prefix === '' ? Buffer.from([0]) : Buffer.from(prefix)
     let revision: string | undefined
     for (;;) {
       const r = await this.call('list', () =>

@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "netns",
+      "sources": ["netns.c"],
+      "cflags": ["-Wall", "-Wextra", "-Wno-unused-parameter"]
+    }
+  ]
+}

@@ -1,0 +1,346 @@
+// Wiring a pod the way Calico's CNI plugin does (reference §5.6/§5.7): a veth pair whose pod end is CNI_IFNAME in
+// the pod netns and whose host end is cali…, /32 and /128 pod addresses, a default route via a fake next hop the host
+// answers for, and a host route per pod address. All netlink work goes through two sockets, one per namespace (see
+// netns.ts); nothing awaits while the thread is switched.
+import {AttrStream, FlagsNew, ifla, rt, type StreamData} from 'netlink'
+import {formatIp, parseIp, type Ip} from '../net/cidr.js'
+import {DataplaneError, InterfaceExistsError, NetnsNotFoundError} from './errors.js'
+import {checkIfName, checkRequest, EXPECTED_HOST_LL_V6, HOST_VETH_MAC, POD_GATEWAY_V4, type CheckedRequest, type WireRequest} from './layout.js'
+import {openNetns, type NetnsHandle} from './netns.js'
+import {addHostRoute, deleteHostRoute, type HostLink} from './routes.js'
+import {
+  afOf,
+  AF_INET,
+  AF_INET6,
+  bytesToIp,
+  deleteLink,
+  findLink,
+  formatMac,
+  hostSocket,
+  ipBytes,
+  isErrno,
+  nl,
+  nlFailure,
+  parseMac,
+  RT_TABLE_MAIN,
+  setUp,
+  socketIn,
+  type LinkMessage,
+  type RtNetlinkSocket,
+} from './rtnl.js'
+import {writeSysctl, writeSysctlsIn, type SysctlKey} from './sysctl.js'
+
+export {checkPod} from './check.js'
+export {EXPECTED_HOST_LL_V6, HOST_VETH_MAC, POD_GATEWAY_V4, type WireRequest} from './layout.js'
+
+export interface WireResult {
+  hostIfName: string
+  hostMac: string
+  podIfName: string
+  podMac: string
+  /** The pod link's MTU as the kernel reports it (the kernel default when the request had none). */
+  mtu: number
+  /** The netns the pod interface lives in, as given in the request (CNI result `sandbox`). */
+  sandbox: string
+  /** Non-fatal problems (a sysctl upstream also only warns about, a host MAC that would not stick). */
+  warnings: string[]
+}
+
+export interface UnwireRequest {
+  /** Unset or already deleted is fine: the host veth is then removed by name. */
+  netns?: string
+  ifName: string
+  hostIfName: string
+  ipv4?: string
+  ipv6?: string
+}
+
+const LL_ATTEMPTS = 10
+const LL_INTERVAL_MS = 50
+
+/**
+ * Create and configure the pod's veth pair, addresses and routes. On any failure everything this call created is
+ * removed again before the error is rethrown. Throws NetnsNotFoundError, InterfaceExistsError,
+ * RouteConflictError, InvalidInterfaceNameError / InvalidWireRequestError or DataplaneError.
+ */
+export async function wirePod(req: WireRequest): Promise<WireResult> {
+  const r = checkRequest(req)
+  const ns = openNetns(r.netns)
+  const host = hostSocket()
+  let pod: RtNetlinkSocket | undefined
+  const warnings: string[] = []
+  // What to undo on failure. The pod end needs no entry: deleting either end of a veth deletes both.
+  let created: HostLink | undefined
+  const routesAdded: Ip[] = []
+  try {
+    pod = socketIn(ns)
+    // CNI: ADD must fail if CNI_IFNAME exists. Checked before touching the host so a refused ADD changes nothing.
+    if (await findLink(pod, r.ifName)) throw new InterfaceExistsError(r.ifName, 'pod')
+    const stale = await findLink(host, r.hostIfName)
+    if (stale) await deleteLink(host, stale.data.index!, r.hostIfName)
+
+    await createVeth(host, pod, ns, r)
+    created = {index: 0, name: r.hostIfName} // index 0 until looked up: rollback then deletes by name
+    let hostLink = await mustFindLink(host, r.hostIfName, 'host')
+    created.index = hostLink.data.index!
+    hostLink = await ensureHostMac(host, hostLink, warnings)
+    const hostMac = hostLink.attrs.address!
+    const podLink = await mustFindLink(pod, r.ifName, 'pod')
+    const podIndex = podLink.data.index!
+
+    // Pod sysctls that must precede link-up: without accept_dad=0 the /128 would sit in DAD ("tentative").
+    if (r.v6) writeSysctlsIn(ns, podV6Sysctls(r.ifName))
+    hostSysctls(r, warnings)
+
+    await setUp(host, created.index, r.hostIfName)
+    await setUp(pod, podIndex, r.ifName)
+
+    if (r.v4) await podRoutesV4(pod, podIndex, r.ifName, hostMac)
+    if (r.v6) {
+      const ll = await hostLinkLocal(host, created.index, r.hostIfName, warnings)
+      await podDefaultRouteV6(pod, podIndex, r.ifName, ll)
+    }
+    for (const ip of [r.v4, r.v6]) if (ip) await addPodAddress(pod, podIndex, r.ifName, ip)
+    writeSysctlsIn(ns, podForwardingSysctls(r))
+
+    for (const ip of [r.v4, r.v6]) {
+      if (ip && (await addHostRoute(host, ip, created))) routesAdded.push(ip)
+    }
+
+    const finalPod = await mustFindLink(pod, r.ifName, 'pod')
+    return {
+      hostIfName: r.hostIfName,
+      hostMac: formatMac(hostMac),
+      podIfName: r.ifName,
+      podMac: formatMac(finalPod.attrs.address),
+      mtu: finalPod.attrs.mtu ?? 0,
+      sandbox: req.netns,
+      warnings,
+    }
+  } catch (error) {
+    if (created) await rollback(host, created, routesAdded, error)
+    throw error
+  } finally {
+    pod?.socket.close()
+    host.socket.close()
+    ns.close()
+  }
+}
+
+/**
+ * Remove the pod's interfaces. Idempotent: a missing netns, link or route is success. The pod end is deleted inside
+ * the netns (which takes the host end with it); only when that did not happen (netns unset or gone, pod end
+ * missing) is the host veth deleted by name, with its routes to the pod's addresses.
+ */
+export async function unwirePod(req: UnwireRequest): Promise<void> {
+  checkIfName(req.ifName, 'pod interface name')
+  checkIfName(req.hostIfName, 'host interface name')
+  let podDeleted = false
+  if (req.netns) {
+    let ns: NetnsHandle | undefined
+    try {
+      ns = openNetns(req.netns)
+    } catch (error) {
+      if (!(error instanceof NetnsNotFoundError)) throw error
+    }
+    if (ns) {
+      let pod: RtNetlinkSocket | undefined
+      try {
+        pod = socketIn(ns)
+        const link = await findLink(pod, req.ifName)
+        if (link) {
+          await deleteLink(pod, link.data.index!, req.ifName)
+          podDeleted = true
+        }
+      } finally {
+        pod?.socket.close()
+        ns.close()
+      }
+    }
+  }
+  if (podDeleted) return
+  const host = hostSocket()
+  try {
+    const link = await findLink(host, req.hostIfName)
+    if (!link) return
+    const index = link.data.index!
+    // The kernel drops a link's routes with it; deleting them first only narrows the window in which they point
+    // at a dying device. Routes to these addresses via other links are not ours and stay.
+    for (const text of [req.ipv4, req.ipv6]) if (text) await deleteHostRoute(host, parseIp(text), index)
+    await deleteLink(host, index, req.hostIfName)
+  } finally {
+    host.socket.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Flatten netlink StreamData (attribute writers) into one Buffer, as IFLA_LINKINFO/VETH_INFO_PEER need raw bytes. */
+function flat(data: StreamData): Buffer {
+  const s = new AttrStream()
+  s.emit(data)
+  return Buffer.concat(s.bufs)
+}
+
+/**
+ * One RTM_NEWLINK from the host socket: host end `hostIfName` here, peer `ifName` created directly in the pod
+ * netns (IFLA_NET_NS_FD in the peer's attributes). Creating the peer in the host and moving it would collide with
+ * the host's own eth0.
+ */
+async function createVeth(host: RtNetlinkSocket, pod: RtNetlinkSocket, ns: NetnsHandle, r: CheckedRequest): Promise<void> {
+  const mtu = r.mtu > 0 ? {mtu: r.mtu} : {}
+  const peer = Buffer.concat([
+    rt.formatLink({}),
+    flat(ifla.formatLinkAttrs({ifname: r.ifName, netNsFd: ns.fd, ...mtu, ...(r.podMac ? {address: r.podMac} : {})})),
+  ])
+  const linkinfo = flat(ifla.formatInfo({kind: 'veth', data: flat(ifla.formatVethInfo({peer}))}))
+  try {
+    await host.newLink({}, {ifname: r.hostIfName, address: parseMac(HOST_VETH_MAC), linkinfo, ...mtu}, {flags: FlagsNew.CREATE | FlagsNew.EXCL})
+  } catch (error) {
+    if (isErrno(error, 'EEXIST')) {
+      // Someone created either name since we looked (a concurrent ADD for the same pod).
+      if (await findLink(pod, r.ifName)) throw new InterfaceExistsError(r.ifName, 'pod')
+      if (await findLink(host, r.hostIfName)) throw new InterfaceExistsError(r.hostIfName, 'host')
+    }
+    throw nlFailure(`failed to create veth pair ${r.hostIfName} <-> ${r.ifName}`, error)
+  }
+}
+
+async function mustFindLink(sock: RtNetlinkSocket, name: string, where: 'host' | 'pod'): Promise<LinkMessage> {
+  const link = await findLink(sock, name)
+  if (!link) throw new DataplaneError(`${where} interface ${name} vanished while it was being configured`, 'ENODEV')
+  return link
+}
+
+/** The MAC is set at creation; read it back, retry once, and otherwise keep the kernel's (upstream does the same). */
+async function ensureHostMac(host: RtNetlinkSocket, link: LinkMessage, warnings: string[]): Promise<LinkMessage> {
+  if (formatMac(link.attrs.address) === HOST_VETH_MAC) return link
+  const name = link.attrs.ifname ?? `#${link.data.index}`
+  try {
+    await host.setLink({index: link.data.index!}, {address: parseMac(HOST_VETH_MAC)})
+  } catch (error) {
+    warnings.push(`could not set MAC ${HOST_VETH_MAC} on ${name}: ${nlFailure('setLink', error).message}; using ${formatMac(link.attrs.address)}`)
+    return link
+  }
+  const again = await mustFindLink(host, name, 'host')
+  if (formatMac(again.attrs.address) !== HOST_VETH_MAC) warnings.push(`MAC of ${name} did not stick; using ${formatMac(again.attrs.address)}`)
+  return again
+}
+
+const conf = (family: 'ipv4' | 'ipv6', ifName: string, leaf: string): SysctlKey => ['net', family, 'conf', ifName, leaf]
+
+function podV6Sysctls(ifName: string): Array<[SysctlKey, string]> {
+  return [
+    // A pod netns may start with IPv6 disabled (container runtimes do that for v4-only pods).
+    [conf('ipv6', 'all', 'disable_ipv6'), '0'],
+    [conf('ipv6', 'default', 'disable_ipv6'), '0'],
+    [conf('ipv6', 'lo', 'disable_ipv6'), '0'],
+    [conf('ipv6', ifName, 'disable_ipv6'), '0'],
+    [conf('ipv6', ifName, 'accept_dad'), '0'],
+  ]
+}
+
+function podForwardingSysctls(r: CheckedRequest): Array<[SysctlKey, string]> {
+  const v = r.allowIpForwarding ? '1' : '0'
+  const out: Array<[SysctlKey, string]> = []
+  if (r.v4) out.push([['net', 'ipv4', 'ip_forward'], v])
+  if (r.v6) out.push([conf('ipv6', 'all', 'forwarding'), v])
+  return out
+}
+
+/** Host-side sysctls for the veth (host netns: the thread is not switched here). */
+function hostSysctls(r: CheckedRequest, warnings: string[]): void {
+  const bestEffort = (key: SysctlKey, value: string): void => {
+    try {
+      writeSysctl(key, value)
+    } catch (error) {
+      warnings.push((error as Error).message)
+    }
+  }
+  const veth = r.hostIfName
+  if (r.v4) {
+    // Let the pod reach host services bound to 127.0.0.1 via DNAT (Felix relies on it).
+    writeSysctl(conf('ipv4', veth, 'route_localnet'), '1')
+    // Answer ARP for 169.254.1.1 at once instead of after the default random 0–800 ms.
+    bestEffort(['net', 'ipv4', 'neigh', veth, 'proxy_delay'], '0')
+    writeSysctl(conf('ipv4', veth, 'proxy_arp'), '1')
+    writeSysctl(conf('ipv4', veth, 'forwarding'), '1')
+  }
+  if (r.v6) {
+    writeSysctl(conf('ipv6', veth, 'accept_dad'), '0')
+    writeSysctl(conf('ipv6', veth, 'disable_ipv6'), '0')
+    writeSysctl(conf('ipv6', veth, 'proxy_ndp'), '1')
+    writeSysctl(conf('ipv6', veth, 'forwarding'), '1')
+  }
+  // The host must never take a default route from something a pod sends.
+  bestEffort(conf('ipv6', veth, 'accept_ra'), '0')
+}
+
+/** `169.254.1.1 dev <if> scope link`, `default via 169.254.1.1 dev <if>`, and a permanent neighbour for it. */
+async function podRoutesV4(pod: RtNetlinkSocket, index: number, ifName: string, hostMac: Buffer): Promise<void> {
+  const gw = ipBytes(parseIp(POD_GATEWAY_V4))
+  const base = {family: AF_INET, table: RT_TABLE_MAIN, protocol: 'BOOT', type: 'UNICAST'} as const
+  const create = {flags: FlagsNew.CREATE | FlagsNew.EXCL}
+  await nl(`failed to add route ${POD_GATEWAY_V4}/32 dev ${ifName} in the pod`, pod.newRoute({...base, dstLen: 32, scope: 'LINK'}, {dst: gw, oif: index}, create))
+  await nl(`failed to add default route via ${POD_GATEWAY_V4} dev ${ifName} in the pod`, pod.newRoute({...base, dstLen: 0, scope: 'UNIVERSE'}, {gateway: gw, oif: index}, create))
+  // Proxy ARP on the host only answers when the host forwards (ip_forward=1); a static entry makes host <-> pod
+  // traffic work regardless, and saves the first ARP round trip.
+  await nl(
+    `failed to add neighbour ${POD_GATEWAY_V4} in the pod`,
+    pod.newNeighbor({family: AF_INET, ifindex: index, state: {permanent: true}}, {dst: gw, lladdr: hostMac}, {flags: FlagsNew.CREATE | FlagsNew.REPLACE}),
+  )
+}
+
+/** The host veth's IPv6 link-local; it appears once both ends are up (carrier), so poll for it like upstream does. */
+async function hostLinkLocal(host: RtNetlinkSocket, index: number, name: string, warnings: string[]): Promise<Buffer> {
+  let found: Buffer | undefined
+  for (let attempt = 0; attempt < LL_ATTEMPTS; attempt++) {
+    const addrs = await nl(`failed to list addresses of ${name}`, host.getAddresses({family: AF_INET6}))
+    found = addrs.find((a) => a.data.index === index && a.attrs.address?.[0] === 0xfe && (a.attrs.address[1]! & 0xc0) === 0x80)?.attrs.address
+    if (found) break
+    await new Promise((resolve) => setTimeout(resolve, LL_INTERVAL_MS))
+  }
+  if (!found) throw new DataplaneError(`host interface ${name} has no IPv6 link-local address after ${(LL_ATTEMPTS * LL_INTERVAL_MS) / 1000}s`)
+  const text = bytesToIp(found)
+  if (text !== EXPECTED_HOST_LL_V6) warnings.push(`${name} has link-local ${text}, not ${EXPECTED_HOST_LL_V6}; using it as the pod's IPv6 gateway`)
+  return found
+}
+
+async function podDefaultRouteV6(pod: RtNetlinkSocket, index: number, ifName: string, gateway: Buffer): Promise<void> {
+  await nl(
+    `failed to add default route via ${bytesToIp(gateway)} dev ${ifName} in the pod`,
+    pod.newRoute(
+      {family: AF_INET6, dstLen: 0, table: RT_TABLE_MAIN, protocol: 'BOOT', scope: 'UNIVERSE', type: 'UNICAST'},
+      {gateway, oif: index},
+      {flags: FlagsNew.CREATE | FlagsNew.EXCL},
+    ),
+  )
+}
+
+async function addPodAddress(pod: RtNetlinkSocket, index: number, ifName: string, ip: Ip): Promise<void> {
+  const bytes = ipBytes(ip)
+  const prefixlen = ip.family === 4 ? 32 : 128
+  await nl(
+    `failed to add address ${formatIp(ip.family, ip.value)}/${prefixlen} to ${ifName} in the pod`,
+    pod.newAddress(
+      {family: afOf(ip.family), prefixlen, index, scope: 0, flags: ip.family === 6 ? {nodad: true} : {}},
+      {local: bytes, address: bytes},
+      {flags: FlagsNew.CREATE | FlagsNew.REPLACE},
+    ),
+  )
+}
+
+/** Undo a failed wirePod: its host routes, then the veth pair. Errors here must not mask the original one. */
+async function rollback(host: RtNetlinkSocket, link: HostLink, routes: Ip[], cause: unknown): Promise<void> {
+  const problems: string[] = []
+  try {
+    const index = link.index || (await findLink(host, link.name))?.data.index
+    if (index) {
+      for (const ip of routes) await deleteHostRoute(host, ip, index).catch((e: Error) => problems.push(e.message))
+      await deleteLink(host, index, link.name)
+    }
+  } catch (error) {
+    problems.push((error as Error).message)
+  }
+  if (problems.length > 0 && cause instanceof Error) cause.message += ` (cleanup also failed: ${problems.join('; ')})`
+}
