@@ -257,13 +257,6 @@ export function checkConsistency(kvs: Map<string, string>): Consistency {
 
 // ---------------------------------------------------------------------------------------------- errors
 
-/** Node's warning for TLS to an IP address (see the TLS tests); stripped where only the error matters. */
-export const DEP0123 = /^\(node:\d+\) \[DEP0123\] DeprecationWarning: .*\n\(Use `node --trace-deprecation \.\.\.` to show where the warning was created\)\n/gm;
-
-export function withoutTlsWarning<T extends RunResult>(r: T): T {
-  return {...r, stderr: r.stderr.replace(DEP0123, '')};
-}
-
 /** exit `status`, nothing on stdout, one `Error:` line naming `endpoint`, no stack. */
 export function assertEndpointError(r: RunResult, status: number, endpoint: string, message?: RegExp): void {
   assertCleanError(r, status, endpoint);

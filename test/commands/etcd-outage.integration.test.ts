@@ -102,3 +102,42 @@ describe('etcd killed while commands run', {skip: etcdSkipReason}, () => {
     for (const ip of fresh) assert.equal(c.owners.get(ipKey(ip)), 'after');
   });
 });
+
+describe('the consistency checker', () => {
+  const nulls = (n: number) => Array(n).fill('null').join(',');
+  const range = (a: number, b: number) => Array.from({length: b - a}, (_, i) => a + i).join(',');
+  const good = (): Map<string, string> =>
+    new Map([
+      ['/calico/ipam/v2/assignment/ipv4/block/10.9.0.0-30', `{"cidr":"10.9.0.0/30","affinity":"host:n","allocations":[0,0,null,null],"unallocated":[2,3],"attributes":[{"handle_id":"h"}],"sequenceNumber":1,"sequenceNumberForAllocation":{},"deleted":false}`],
+      ['/calico/ipam/v2/assignment/ipv6/block/fd00::-126', `{"cidr":"fd00::/126","affinity":null,"allocations":[${nulls(3)},0],"unallocated":[${range(0, 3)}],"attributes":[{"handle_id":"h"}],"sequenceNumber":1,"sequenceNumberForAllocation":{},"deleted":false}`],
+      ['/calico/ipam/v2/handle/h', '{"block":{"10.9.0.0/30":2,"fd00::/126":1},"deleted":false}'],
+      ['/calico/ipam/v2/host/n/ipv4/block/10.9.0.0-30', '{"state":"confirmed","deleted":false}'],
+    ]);
+  const broken = (mutate: (m: Map<string, string>) => void): string[] => {
+    const m = good();
+    mutate(m);
+    return checkConsistency(m).problems;
+  };
+  const B4 = '/calico/ipam/v2/assignment/ipv4/block/10.9.0.0-30';
+
+  test('accepts consistent data and reports owners', () => {
+    const c = checkConsistency(good());
+    assert.deepEqual(c.problems, []);
+    assert.equal(c.owners.get(ipKey('10.9.0.1')), 'h');
+    assert.equal(c.owners.get(ipKey('fd00::3')), 'h');
+    assert.equal(c.owners.size, 3);
+  });
+
+  test('catches each kind of damage', () => {
+    assert.match(broken((m) => m.set('/calico/ipam/v2/handle/h', '{"block":{"10.9.0.0/30":1,"fd00::/126":1},"deleted":false}')).join(), /handle h: record says/);
+    assert.match(broken((m) => m.delete('/calico/ipam/v2/handle/h')).join(), /no handle record/);
+    assert.match(broken((m) => m.set(B4, m.get(B4)!.replace('[2,3]', '[2,2]'))).join(), /twice in unallocated/);
+    assert.match(broken((m) => m.set(B4, m.get(B4)!.replace('[2,3]', '[1,2,3]'))).join(), /allocated and also in unallocated/);
+    assert.match(broken((m) => m.set(B4, m.get(B4)!.replace('[0,0,null', '[0,1,null'))).join(), /missing attribute/);
+    assert.match(broken((m) => m.set(B4, m.get(B4)!.replace('{"handle_id":"h"}', '{"handle_id":"h"},{"handle_id":"x"}'))).join(), /attribute 1 is not referenced/);
+    assert.match(broken((m) => m.delete('/calico/ipam/v2/host/n/ipv4/block/10.9.0.0-30')).join(), /is missing/);
+    assert.match(broken((m) => m.set('/calico/ipam/v2/host/z/ipv4/block/10.9.0.4-30', '{"state":"confirmed","deleted":false}')).join(), /affinity without a matching block/);
+    assert.match(broken((m) => m.set(B4, '{"cidr":')).join(), /not JSON/);
+    assert.match(broken((m) => m.set(B4, m.get(B4)!.replace('"cidr":"10.9.0.0/30"', '"cidr":"10.9.0.4/30"'))).join(), /does not match the key/);
+  });
+});

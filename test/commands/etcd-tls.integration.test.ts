@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import {after, before, describe, test} from 'node:test';
 import {etcdSkipReason, startEtcd, type EtcdServer, type TlsFiles} from '../support/etcd-server.ts';
-import {Cli, configText, etcdValue, withoutTlsWarning} from './etcd-cli.ts';
+import {Cli, configText, etcdValue} from './etcd-cli.ts';
 import {assertCleanError, lines} from './helpers.ts';
 
 let server: EtcdServer;
@@ -28,10 +28,10 @@ const tlsEnv = () => ({ETCD_CA_CERT_FILE: tls.ca, ETCD_CERT_FILE: tls.clientCert
 
 /** pool create + ipam assign through `run`, checked against etcd. */
 async function poolAndAssign(run: (args: string[]) => ReturnType<Cli['run']>, name: string, cidr: string): Promise<void> {
-  const p = withoutTlsWarning(await run(['pool', 'create', name, '--cidr', cidr]));
+  const p = await run(['pool', 'create', name, '--cidr', cidr]);
   assert.equal(p.status, 0, p.stderr);
   assert.equal(JSON.parse(etcdValue(server, POOLS + name)!).spec.cidr, cidr);
-  const a = withoutTlsWarning(await run(['ipam', 'assign', '--host', `${name}-node`, '--pool', name, '--handle', name]));
+  const a = await run(['ipam', 'assign', '--host', `${name}-node`, '--pool', name, '--handle', name]);
   assert.equal(a.status, 0, a.stderr);
   const ips = lines(a.stdout);
   assert.equal(ips.length, 1);
@@ -53,7 +53,7 @@ describe('etcd over TLS', {skip: etcdSkipReason, concurrency: true}, () => {
   });
 
   test('datastore status reports the TLS files\' sources', async () => {
-    const r = withoutTlsWarning(await cli.etcd(ep, ['datastore', 'status', '-o', 'json'], {env: tlsEnv()}));
+    const r = await cli.etcd(ep, ['datastore', 'status', '-o', 'json'], {env: tlsEnv()});
     assert.equal(r.status, 0, r.stderr);
     const st = JSON.parse(r.stdout);
     assert.equal(st.healthy, true);
@@ -64,13 +64,13 @@ describe('etcd over TLS', {skip: etcdSkipReason, concurrency: true}, () => {
   });
 
   test('without the client certificate → exit 5 naming the endpoint', async () => {
-    const r = withoutTlsWarning(await cli.etcd(ep, ['ipam', 'assign', '--host', 'nocert', '--timeout', '3'], {env: {ETCD_CA_CERT_FILE: tls.ca}}));
+    const r = await cli.etcd(ep, ['ipam', 'assign', '--host', 'nocert', '--timeout', '3'], {env: {ETCD_CA_CERT_FILE: tls.ca}});
     assertCleanError(r, 5, ep);
     assert.equal(etcdValue(server, '/calico/resources/v3/projectcalico.org/nodes/nocert'), undefined);
   });
 
   test('without the CA (server not trusted) → exit 5', async () => {
-    const r = withoutTlsWarning(await cli.etcd(ep, ['ipam', 'show', '--timeout', '3'], {env: {ETCD_CERT_FILE: tls.clientCert, ETCD_KEY_FILE: tls.clientKey}}));
+    const r = await cli.etcd(ep, ['ipam', 'show', '--timeout', '3'], {env: {ETCD_CERT_FILE: tls.clientCert, ETCD_KEY_FILE: tls.clientKey}});
     assertCleanError(r, 5, ep);
   });
 
@@ -92,7 +92,6 @@ describe('etcd over TLS', {skip: etcdSkipReason, concurrency: true}, () => {
 
   test(
     'TLS commands keep stderr clean: nothing on success, one line on failure',
-    {todo: 'bug: every TLS connection to an IP endpoint prints Node\'s "[DEP0123] DeprecationWarning: Setting the TLS ServerName to an IP address…" (2 lines) on stderr'},
     async () => {
       const ok = await cli.etcd(ep, ['ipam', 'show'], {env: tlsEnv()});
       assert.equal(ok.status, 0);

@@ -55,8 +55,11 @@ export interface UnwireRequest {
   ipv6?: string
 }
 
-const LL_ATTEMPTS = 10
-const LL_INTERVAL_MS = 50
+/**
+ * Pauses between looks for the host veth's IPv6 link-local. Upstream polls 10× at 50 ms; the address usually
+ * appears within a few ms of carrier-up, so start short and keep upstream's ~0.5 s budget.
+ */
+const LL_POLL_DELAYS_MS = [2, 5, 10, 25, 50, 50, 50, 50, 50, 50, 50, 50, 50]
 
 /**
  * Create and configure the pod's veth pair, addresses and routes. On any failure everything this call created is
@@ -294,13 +297,16 @@ async function podRoutesV4(pod: RtNetlinkSocket, index: number, ifName: string, 
 /** The host veth's IPv6 link-local; it appears once both ends are up (carrier), so poll for it like upstream does. */
 async function hostLinkLocal(host: RtNetlinkSocket, index: number, name: string, warnings: string[]): Promise<Buffer> {
   let found: Buffer | undefined
-  for (let attempt = 0; attempt < LL_ATTEMPTS; attempt++) {
+  for (let attempt = 0; ; attempt++) {
     const addrs = await nl(`failed to list addresses of ${name}`, host.getAddresses({family: AF_INET6}))
     found = addrs.find((a) => a.data.index === index && a.attrs.address?.[0] === 0xfe && (a.attrs.address[1]! & 0xc0) === 0x80)?.attrs.address
-    if (found) break
-    await new Promise((resolve) => setTimeout(resolve, LL_INTERVAL_MS))
+    if (found || attempt >= LL_POLL_DELAYS_MS.length) break
+    await new Promise((resolve) => setTimeout(resolve, LL_POLL_DELAYS_MS[attempt]))
   }
-  if (!found) throw new DataplaneError(`host interface ${name} has no IPv6 link-local address after ${(LL_ATTEMPTS * LL_INTERVAL_MS) / 1000}s`)
+  if (!found) {
+    const waited = LL_POLL_DELAYS_MS.reduce((a, b) => a + b, 0)
+    throw new DataplaneError(`host interface ${name} has no IPv6 link-local address after ${waited} ms (is IPv6 disabled on the host?)`)
+  }
   const text = bytesToIp(found)
   if (text !== EXPECTED_HOST_LL_V6) warnings.push(`${name} has link-local ${text}, not ${EXPECTED_HOST_LL_V6}; using it as the pod's IPv6 gateway`)
   return found

@@ -55,18 +55,13 @@ export class SqliteStore implements Store {
     let db: Database.Database
     try {
       ensureDir(path.dirname(file))
-      // Create the file ourselves so its mode is 0600 regardless of umask; SQLite gives its -wal and -shm
-      // files the same mode as the database.
-      fs.closeSync(fs.openSync(file, 'a', 0o600))
-      db = new Database(file, {timeout: busy})
-      db.pragma('journal_mode = WAL')
-      db.pragma('synchronous = FULL')
+      if (!fs.existsSync(file)) createDatabase(file)
+      db = new Database(file, {timeout: busy, fileMustExist: true})
       db.pragma(`busy_timeout = ${busy}`)
-      db.exec(`
-        CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, mod_revision INTEGER NOT NULL) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-        INSERT OR IGNORE INTO meta (name, value) VALUES ('revision', 0);
-      `)
+      db.pragma('synchronous = FULL')
+      // WAL is a property of the file, set at creation; only repair it if someone changed it since.
+      if (db.pragma('journal_mode', {simple: true}) !== 'wal') db.pragma('journal_mode = WAL')
+      db.exec(SCHEMA)
     } catch (err) {
       throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}`, {cause: err})
     }
@@ -127,6 +122,36 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.db.open) this.db.close()
+  }
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, mod_revision INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+  INSERT OR IGNORE INTO meta (name, value) VALUES ('revision', 0);
+`
+
+/**
+ * Build a new store file privately and publish it with link(2), which fails if another process got there
+ * first. Several processes opening a brand-new file at once would otherwise all race to switch it to WAL
+ * (which needs an exclusive lock) and stall each other for seconds in SQLite's busy handler.
+ */
+function createDatabase(file: string): void {
+  const tmp = `${file}.new-${process.pid}-${Date.now()}`
+  // Our own open() so the mode is 0600 whatever the umask; SQLite gives -wal and -shm files the same mode.
+  fs.closeSync(fs.openSync(tmp, 'wx', 0o600))
+  try {
+    const db = new Database(tmp)
+    db.pragma('journal_mode = WAL')
+    db.exec(SCHEMA)
+    db.close()
+    try {
+      fs.linkSync(tmp, file)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+  } finally {
+    for (const f of [tmp, `${tmp}-wal`, `${tmp}-shm`]) fs.rmSync(f, {force: true})
   }
 }
 

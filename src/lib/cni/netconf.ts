@@ -1,0 +1,398 @@
+// The Calico network configuration (the JSON on stdin), the node name, the datastore it points at, and the
+// identifiers derived from it. Field names and defaults follow calico's cni-plugin types.NetConf; values of
+// the wrong JSON type are rejected (as Go's decoder does) with a message naming the field.
+import fs from 'node:fs'
+import os from 'node:os'
+import {ValidationError} from '../errors.js'
+import {goTimeString} from '../ipam/time.js'
+import type {DatastoreSettings, DatastoreType, Source} from '../store/settings.js'
+import {defaultDatastorePath} from '../store/sqlite.js'
+import type {CniArgs} from './args.js'
+import {DEFAULT_CONFIG_VERSION} from './version.js'
+
+export const DEFAULT_NODENAME_FILE = '/var/lib/calico/nodename'
+export const DEFAULT_IPAM_LOCK_FILE = '/var/run/calico/ipam.lock'
+export const DEFAULT_MTU_FILE = '/var/lib/calico/mtu'
+/** Bound on every datastore request made by the plugins (the CLI's default too). */
+export const PLUGIN_DATASTORE_TIMEOUT_MS = 10_000
+
+export const NETWORK_NAME_ERROR =
+  'invalid characters detected in the given network name. Only letters a-z, numbers 0-9, and symbols _.- are supported'
+
+export interface IpamConf {
+  type: string
+  /** A string, as upstream: only "false" disables IPv4. */
+  assignIpv4?: string
+  /** A string, as upstream: only "true" enables IPv6. */
+  assignIpv6?: string
+  ipv4Pools: string[]
+  ipv6Pools: string[]
+  subnet?: string
+  /** The whole `ipam` object, for IPAM plugins with other fields (host-local's ranges, routes…). */
+  raw: Record<string, unknown>
+}
+
+export interface NetConf {
+  /** The config's version; DEFAULT_CONFIG_VERSION when absent. */
+  cniVersion: string
+  name: string
+  type: string
+  ipam: IpamConf
+  nodename?: string
+  nodenameFile?: string
+  nodenameFileOptional: boolean
+  /** Deprecated upstream; still the third choice for the node name. */
+  hostname?: string
+  datastoreType?: string
+  etcdEndpoints?: string
+  etcdDiscoverySrv?: string
+  etcdScheme?: string
+  etcdAuthority?: string
+  etcdKeyFile?: string
+  etcdCertFile?: string
+  etcdCaCertFile?: string
+  /** ipamctl extension: the embedded datastore file. */
+  datastorePath?: string
+  /** ipamctl extension: a calicoctl-style config file to take datastore settings from. */
+  ipamctlConfig?: string
+  ipamLockFile?: string
+  logLevel?: string
+  logFilePath?: string
+  // Fields of the main (calico) plugin, parsed here so it shares one reader.
+  mtu: number
+  numQueues: number
+  deviceType: string
+  requireMtuFile: boolean
+  includeDefaultRoutes: boolean
+  containerSettings: {allowIpForwarding: boolean}
+  featureControl: {ipAddrsNoIpam: boolean; floatingIps: boolean}
+  policy: {type?: string; k8sApiRoot?: string; k8sAuthToken?: string}
+  kubernetes: {kubeconfig?: string; k8sApiRoot?: string; nodeName?: string}
+  policySetupTimeoutSeconds: number
+  endpointStatusDir?: string
+  readinessGates: string[]
+  windowsUseSingleNetwork: boolean
+  runtimeConfig: Record<string, unknown>
+  /** Left raw: result.ts parses it (CHECK, DEL, chained ADD). */
+  prevResult?: unknown
+  /** The whole config object, unchanged (for delegation and pass-through of unknown keys). */
+  raw: Record<string, unknown>
+}
+
+type Obj = Record<string, unknown>
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+function typeName(v: unknown): string {
+  if (Array.isArray(v)) return 'array'
+  if (v === null) return 'null'
+  return typeof v === 'object' ? 'object' : typeof v
+}
+
+function bad(path: string, want: string, v: unknown): ValidationError {
+  return new ValidationError(`failed to load netconf: field "${path}" must be ${want}, got ${typeName(v)} ${JSON.stringify(v)}`)
+}
+
+// JSON null leaves a Go field at its zero value, so null counts as absent everywhere.
+function str(o: Obj, key: string, path = key): string | undefined {
+  const v = o[key]
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'string') throw bad(path, 'a string', v)
+  return v
+}
+
+function bool(o: Obj, key: string, path = key): boolean {
+  const v = o[key]
+  if (v === undefined || v === null) return false
+  if (typeof v !== 'boolean') throw bad(path, 'true or false', v)
+  return v
+}
+
+function int(o: Obj, key: string, path = key): number {
+  const v = o[key]
+  if (v === undefined || v === null) return 0
+  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw bad(path, 'an integer', v)
+  return v
+}
+
+function strList(o: Obj, key: string, path = key): string[] {
+  const v = o[key]
+  if (v === undefined || v === null) return []
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw bad(path, 'a list of strings', v)
+  return v as string[]
+}
+
+function obj(o: Obj, key: string, path = key): Obj {
+  const v = o[key]
+  if (v === undefined || v === null) return {}
+  if (!isObj(v)) throw bad(path, 'an object', v)
+  return v
+}
+
+/** Calico's ValidateNetworkName: the name becomes the handle prefix. */
+export function validateNetworkName(name: string): void {
+  if (!/^[a-zA-Z0-9_.-]+$/.test(name)) throw new ValidationError(NETWORK_NAME_ERROR)
+}
+
+/** Parse and type-check a netconf object (or its JSON text). */
+export function parseNetConf(input: Obj | string): NetConf {
+  let raw: unknown = input
+  if (typeof input === 'string') {
+    try {
+      raw = JSON.parse(input)
+    } catch (err) {
+      throw new ValidationError(`failed to load netconf: ${(err as Error).message}`)
+    }
+  }
+  if (!isObj(raw)) throw new ValidationError('failed to load netconf: the network configuration must be a JSON object')
+  const name = str(raw, 'name') ?? ''
+  validateNetworkName(name)
+  const ipamRaw = obj(raw, 'ipam')
+  const cs = obj(raw, 'container_settings')
+  const fc = obj(raw, 'feature_control')
+  const policy = obj(raw, 'policy')
+  const k8s = obj(raw, 'kubernetes')
+  return {
+    cniVersion: str(raw, 'cniVersion') || DEFAULT_CONFIG_VERSION,
+    name,
+    type: str(raw, 'type') ?? '',
+    ipam: {
+      type: str(ipamRaw, 'type', 'ipam.type') ?? '',
+      assignIpv4: str(ipamRaw, 'assign_ipv4', 'ipam.assign_ipv4'),
+      assignIpv6: str(ipamRaw, 'assign_ipv6', 'ipam.assign_ipv6'),
+      ipv4Pools: strList(ipamRaw, 'ipv4_pools', 'ipam.ipv4_pools'),
+      ipv6Pools: strList(ipamRaw, 'ipv6_pools', 'ipam.ipv6_pools'),
+      subnet: str(ipamRaw, 'subnet', 'ipam.subnet'),
+      raw: ipamRaw,
+    },
+    nodename: str(raw, 'nodename'),
+    nodenameFile: str(raw, 'nodename_file'),
+    nodenameFileOptional: bool(raw, 'nodename_file_optional'),
+    hostname: str(raw, 'hostname'),
+    datastoreType: str(raw, 'datastore_type'),
+    etcdEndpoints: str(raw, 'etcd_endpoints'),
+    etcdDiscoverySrv: str(raw, 'etcd_discovery_srv'),
+    etcdScheme: str(raw, 'etcd_scheme'),
+    etcdAuthority: str(raw, 'etcd_authority'),
+    etcdKeyFile: str(raw, 'etcd_key_file'),
+    etcdCertFile: str(raw, 'etcd_cert_file'),
+    etcdCaCertFile: str(raw, 'etcd_ca_cert_file'),
+    datastorePath: str(raw, 'datastore_path'),
+    ipamctlConfig: str(raw, 'ipamctl_config'),
+    ipamLockFile: str(raw, 'ipam_lock_file'),
+    logLevel: str(raw, 'log_level'),
+    logFilePath: str(raw, 'log_file_path'),
+    mtu: int(raw, 'mtu'),
+    numQueues: int(raw, 'num_queues'),
+    deviceType: str(raw, 'device_type') ?? '',
+    requireMtuFile: bool(raw, 'require_mtu_file'),
+    includeDefaultRoutes: bool(raw, 'include_default_routes'),
+    containerSettings: {allowIpForwarding: bool(cs, 'allow_ip_forwarding', 'container_settings.allow_ip_forwarding')},
+    featureControl: {
+      ipAddrsNoIpam: bool(fc, 'ip_addrs_no_ipam', 'feature_control.ip_addrs_no_ipam'),
+      floatingIps: bool(fc, 'floating_ips', 'feature_control.floating_ips'),
+    },
+    policy: {
+      type: str(policy, 'type', 'policy.type'),
+      k8sApiRoot: str(policy, 'k8s_api_root', 'policy.k8s_api_root'),
+      k8sAuthToken: str(policy, 'k8s_auth_token', 'policy.k8s_auth_token'),
+    },
+    kubernetes: {
+      kubeconfig: str(k8s, 'kubeconfig', 'kubernetes.kubeconfig'),
+      k8sApiRoot: str(k8s, 'k8s_api_root', 'kubernetes.k8s_api_root'),
+      nodeName: str(k8s, 'node_name', 'kubernetes.node_name'),
+    },
+    policySetupTimeoutSeconds: int(raw, 'policy_setup_timeout_seconds'),
+    endpointStatusDir: str(raw, 'endpoint_status_dir'),
+    readinessGates: strList(raw, 'readiness_gates'),
+    windowsUseSingleNetwork: bool(raw, 'windows_use_single_network'),
+    runtimeConfig: obj(raw, 'runtimeConfig'),
+    prevResult: raw.prevResult ?? undefined,
+    raw,
+  }
+}
+
+/** The main plugin's extra checks (the IPAM plugin, like calico-ipam, does not make them). */
+export function validateMainPluginConf(conf: NetConf): void {
+  if (conf.deviceType !== '' && conf.deviceType !== 'veth' && conf.deviceType !== 'netkit') {
+    throw new ValidationError(`unknown device_type "${conf.deviceType}" in CNI config (supported: "veth", "netkit")`)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- node name
+
+export interface NodenameDeps {
+  readFile?: (file: string) => string
+  osHostname?: () => string
+}
+
+/** Contents of the nodename file, trimmed; '' when it does not exist or cannot be read (upstream logs and moves on). */
+export function nodenameFromFile(file: string | undefined, deps: NodenameDeps = {}): string {
+  const read = deps.readFile ?? ((f: string) => fs.readFileSync(f, 'utf8'))
+  try {
+    return read(file || DEFAULT_NODENAME_FILE).trim()
+  } catch {
+    return ''
+  }
+}
+
+/** Upstream's DetermineNodename: `nodename` > the nodename file > `hostname` > the OS host name. */
+export function determineNodename(conf: NetConf, deps: NodenameDeps = {}): string {
+  if (conf.nodename) return conf.nodename
+  const fromFile = nodenameFromFile(conf.nodenameFile, deps)
+  if (fromFile) return fromFile
+  if (conf.hostname) return conf.hostname
+  // Go's names.Hostname(): the OS host name, lower-cased.
+  return (deps.osHostname ?? os.hostname)().toLowerCase()
+}
+
+/**
+ * The main plugin requires the nodename file (written by the node agent) unless `nodename_file_optional`;
+ * the message is upstream's: the stat error plus what to check.
+ */
+export function requireNodenameFile(conf: NetConf, exists: (file: string) => boolean = fs.existsSync): void {
+  if (conf.nodenameFileOptional) return
+  const file = conf.nodenameFile || DEFAULT_NODENAME_FILE
+  if (!exists(file)) {
+    throw new ValidationError(`stat ${file}: no such file or directory: check that the calico/node container is running and has mounted /var/lib/calico/`)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- datastore
+
+const ETCD_ENDPOINT = /^https?:\/\/[^/\s]+:\d+\/?$/
+
+function endpointsFrom(text: string, where: string): string[] {
+  const list = text.split(',').map((s) => s.trim()).filter(Boolean)
+  if (list.length === 0) throw new ValidationError(`${where}: no etcd endpoint given`)
+  for (const e of list) {
+    if (!ETCD_ENDPOINT.test(e)) throw new ValidationError(`${where}: invalid etcd endpoint ${JSON.stringify(e)}: expected http(s)://HOST:PORT`)
+  }
+  return list.map((e) => e.replace(/\/$/, ''))
+}
+
+function datastoreTypeOf(v: string, where: string): DatastoreType {
+  if (v === 'etcdv3' || v === 'embedded') return v
+  if (v === 'kubernetes') throw new ValidationError(`${where}: the kubernetes datastore is not supported; use etcdv3 or embedded`)
+  throw new ValidationError(`${where}: unknown datastore type ${JSON.stringify(v)}: use etcdv3 or embedded`)
+}
+
+/**
+ * The datastore the plugin uses, from the netconf, then (as upstream, which exports the netconf values to
+ * the environment before loading its client config) the environment: DATASTORE_TYPE, ETCD_ENDPOINTS,
+ * ETCD_KEY_FILE, ETCD_CERT_FILE, ETCD_CA_CERT_FILE, ETCD_USERNAME, ETCD_PASSWORD, IPAMCTL_DATASTORE_PATH.
+ *
+ * Decisions:
+ * - /etc/ipamctl/ipamctl.cfg is NOT read: a plugin's datastore must be fully described by its netconf (the
+ *   runtime's environment is rarely under the operator's control). `ipamctl_config: <file>` opts in to a
+ *   calicoctl-style file; netconf fields then override it field by field.
+ * - Without `datastore_type`, a netconf that names etcd (`etcd_endpoints` or `etcd_authority`) means
+ *   etcdv3, as it always did for Calico (whose default datastore is etcdv3); otherwise embedded.
+ * - `etcd_authority` (host:port, deprecated) with `etcd_scheme` (default http) is turned into an endpoint.
+ *   `etcd_discovery_srv` (DNS SRV discovery) is not supported and is rejected unless endpoints are given.
+ */
+export async function datastoreSettingsFor(conf: NetConf, env: (name: string) => string | undefined): Promise<DatastoreSettings> {
+  const sources: Record<string, Source> = {}
+  let base: DatastoreSettings | undefined
+  if (conf.ipamctlConfig) {
+    // Loaded only when asked for: settings.ts pulls in the YAML parser.
+    const {resolveSettings} = await import('../store/settings.js')
+    base = resolveSettings({config: conf.ipamctlConfig}, envRecord(env))
+  }
+  const pick = (name: string, fromConf: string | undefined, envName: string, fallback?: string): string | undefined => {
+    for (const [src, v] of [['file', fromConf], ['env', env(envName)]] as const) {
+      if (v !== undefined && v !== '') {
+        sources[name] = src
+        return v
+      }
+    }
+    if (fallback !== undefined) sources[name] = base?.sources[name] ?? 'default'
+    return fallback
+  }
+  let authorityEndpoint: string | undefined
+  if (conf.etcdAuthority) authorityEndpoint = `${conf.etcdScheme || 'http'}://${conf.etcdAuthority}`
+  const endpointsConf = conf.etcdEndpoints || authorityEndpoint
+  if (conf.etcdDiscoverySrv && !endpointsConf) {
+    throw new ValidationError('etcd_discovery_srv is not supported by ipamctl: list the etcd endpoints in etcd_endpoints')
+  }
+  const impliedType = endpointsConf ? 'etcdv3' : undefined
+  const typeText = pick('datastoreType', conf.datastoreType || impliedType, 'DATASTORE_TYPE', base?.type ?? 'embedded')!
+  const type = datastoreTypeOf(typeText, `datastore type (${sources.datastoreType})`)
+  const endpointsText = pick('etcdEndpoints', endpointsConf, 'ETCD_ENDPOINTS')
+  const settings: DatastoreSettings = {
+    type,
+    path: pick('datastorePath', conf.datastorePath, 'IPAMCTL_DATASTORE_PATH', base?.path ?? defaultDatastorePath(envRecord(env)))!,
+    etcdEndpoints:
+      endpointsText !== undefined
+        ? endpointsFrom(endpointsText, `etcd endpoints (${sources.etcdEndpoints})`)
+        : (base?.etcdEndpoints ?? ['http://127.0.0.1:2379']),
+    etcdKeyFile: pick('etcdKeyFile', conf.etcdKeyFile, 'ETCD_KEY_FILE', base?.etcdKeyFile),
+    etcdCertFile: pick('etcdCertFile', conf.etcdCertFile, 'ETCD_CERT_FILE', base?.etcdCertFile),
+    etcdCaCertFile: pick('etcdCaCertFile', conf.etcdCaCertFile, 'ETCD_CA_CERT_FILE', base?.etcdCaCertFile),
+    etcdUsername: pick('etcdUsername', undefined, 'ETCD_USERNAME', base?.etcdUsername),
+    etcdPassword: pick('etcdPassword', undefined, 'ETCD_PASSWORD', base?.etcdPassword),
+    timeoutMs: base?.timeoutMs ?? PLUGIN_DATASTORE_TIMEOUT_MS,
+    sources: {...base?.sources, ...sources},
+    configFile: base?.configFile,
+  }
+  if (Boolean(settings.etcdKeyFile) !== Boolean(settings.etcdCertFile)) {
+    throw new ValidationError('etcd client TLS needs both etcd_key_file and etcd_cert_file')
+  }
+  return settings
+}
+
+function envRecord(env: (name: string) => string | undefined): NodeJS.ProcessEnv {
+  return new Proxy({} as NodeJS.ProcessEnv, {get: (_t, k) => (typeof k === 'string' ? env(k) : undefined)})
+}
+
+// ---------------------------------------------------------------------------------------------- identifiers
+
+export interface WorkloadIds {
+  orchestrator: 'k8s' | 'cni'
+  node: string
+  containerId: string
+  /** CNI_IFNAME. */
+  endpoint: string
+  /** '' unless k8s. */
+  pod: string
+  /** The pod's namespace for k8s; "default" (or CNI_TEST_NAMESPACE) otherwise. */
+  namespace: string
+  /** `<network>.<containerID>`: the IPAM handle of this attachment. */
+  handleId: string
+  /** The legacy (Calico v2) handle released on DEL: `<namespace>.<pod>` for k8s, else the container ID. */
+  workloadId: string
+}
+
+/** Upstream's GetIdentifiers + GetHandleID. */
+export function workloadIds(conf: NetConf, cmd: {containerId: string; ifName: string}, args: CniArgs, node: string): WorkloadIds {
+  const k8s = args.podNamespace !== '' && args.podName !== ''
+  const namespace = k8s ? args.podNamespace : args.testNamespace || 'default'
+  const pod = k8s ? args.podName : ''
+  return {
+    orchestrator: k8s ? 'k8s' : 'cni',
+    node,
+    containerId: cmd.containerId,
+    endpoint: cmd.ifName,
+    pod,
+    namespace,
+    handleId: `${conf.name}.${cmd.containerId}`,
+    workloadId: k8s ? `${namespace}.${pod}` : cmd.containerId,
+  }
+}
+
+/** WorkloadEndpoint name: segments joined by "-", each "-" inside a segment doubled. */
+export function wepName(ids: WorkloadIds): string {
+  const esc = (s: string) => s.replace(/-/g, '--')
+  const middle = ids.orchestrator === 'k8s' ? ['k8s', ids.pod] : ['cni', ids.containerId]
+  return [ids.node, ...middle, ids.endpoint].map(esc).join('-')
+}
+
+/** Attributes stored with each allocation: node, timestamp (Go's time.Now().UTC().String()), pod, namespace. */
+export function allocationAttrs(ids: WorkloadIds, now: Date): Record<string, string> {
+  const attrs: Record<string, string> = {node: ids.node, timestamp: goTimeString(now)}
+  if (ids.pod !== '') {
+    attrs.pod = ids.pod
+    attrs.namespace = ids.namespace
+  }
+  return attrs
+}
