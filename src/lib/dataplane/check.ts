@@ -18,8 +18,9 @@ export async function checkPod(req: WireRequest): Promise<void> {
   const r = checkRequest(req)
   const ns = openNetns(r.netns)
   let pod: RtNetlinkSocket | undefined
-  const host = hostSocket()
+  let host: RtNetlinkSocket | undefined
   try {
+    host = hostSocket()
     pod = socketIn(ns)
     const podLink = await findLink(pod, r.ifName)
     if (!podLink) return fail('pod-link-missing', `interface ${r.ifName} not found in netns ${r.netns}`)
@@ -59,7 +60,7 @@ export async function checkPod(req: WireRequest): Promise<void> {
     }
   } finally {
     pod?.socket.close()
-    host.socket.close()
+    host?.socket.close()
     ns.close()
   }
 }

@@ -69,13 +69,14 @@ const LL_POLL_DELAYS_MS = [2, 5, 10, 25, 50, 50, 50, 50, 50, 50, 50, 50, 50]
 export async function wirePod(req: WireRequest): Promise<WireResult> {
   const r = checkRequest(req)
   const ns = openNetns(r.netns)
-  const host = hostSocket()
+  let host: RtNetlinkSocket | undefined
   let pod: RtNetlinkSocket | undefined
   const warnings: string[] = []
   // What to undo on failure. The pod end needs no entry: deleting either end of a veth deletes both.
   let created: HostLink | undefined
   const routesAdded: Ip[] = []
   try {
+    host = hostSocket()
     pod = socketIn(ns)
     // CNI: ADD must fail if CNI_IFNAME exists. Checked before touching the host so a refused ADD changes nothing.
     if (await findLink(pod, r.ifName)) throw new InterfaceExistsError(r.ifName, 'pod')
@@ -121,11 +122,11 @@ export async function wirePod(req: WireRequest): Promise<WireResult> {
       warnings,
     }
   } catch (error) {
-    if (created) await rollback(host, created, routesAdded, error)
+    if (created && host) await rollback(host, created, routesAdded, error)
     throw error
   } finally {
     pod?.socket.close()
-    host.socket.close()
+    host?.socket.close()
     ns.close()
   }
 }
