@@ -17,5 +17,9 @@ export const ABOUT = `ipamctl-ipam v${version()}: Calico-compatible CNI IPAM plu
 
 /** Run one invocation and return the exit code; the store is closed before this resolves. */
 export async function main(io: PluginIo = processIo()): Promise<number> {
-  return pluginMain(ipamPlugin(), io, {about: ABOUT})
+  try {
+    return await pluginMain(ipamPlugin(), io, {about: ABOUT})
+  } finally {
+    io.close?.()
+  }
 }

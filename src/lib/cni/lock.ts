@@ -27,7 +27,7 @@ export function acquireHostLock(file: string, opts: HostLockOptions = {}): Unloc
   let db: Database.Database | undefined
   try {
     try {
-      fs.mkdirSync(path.dirname(file), {recursive: true, mode: 0o755})
+      makeDirs(path.dirname(file))
     } catch (err) {
       // As upstream: still a chance the file is usable.
       log(`warning: cannot create the directory of the IPAM lock ${file}: ${(err as Error).message}`)
@@ -56,4 +56,17 @@ export function acquireHostLock(file: string, opts: HostLockOptions = {}): Unloc
       log(`warning: failed to release the IPAM lock ${file}: ${(err as Error).message}`)
     }
   }
+}
+
+/**
+ * mkdir -p, walking the missing ancestors ourselves: Node 20's recursive mkdirSync spins forever on some
+ * paths (e.g. under /proc), and a plugin must never hang.
+ */
+function makeDirs(dir: string): void {
+  const missing: string[] = []
+  for (let d = path.resolve(dir); !fs.existsSync(d); d = path.dirname(d)) {
+    missing.unshift(d)
+    if (path.dirname(d) === d) break
+  }
+  for (const m of missing) fs.mkdirSync(m, {mode: 0o755})
 }

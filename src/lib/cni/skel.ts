@@ -1,8 +1,9 @@
 // The CNI dispatcher (the Go library's pkg/skel, spec 1.1): environment and stdin in, one JSON value or an
 // error object on stdout, an exit code out. Everything it touches is injected, so it is unit-testable
 // without a process, and it is the only writer of stdout: handlers return values, never print.
+import {isatty} from 'node:tty'
 import {CNI_ERR, CniError, formatCniError, toCniError} from './errors.js'
-import {goEncodeLine} from './json.js'
+import {goEncodeLine, goQuote, goQuoteList} from './json.js'
 import {type CniResult, formatResult} from './result.js'
 import {CURRENT_VERSION, DEFAULT_CONFIG_VERSION, isSupported, SUPPORTED_VERSIONS, versionAtLeast} from './version.js'
 
@@ -65,6 +66,8 @@ export interface PluginIo {
   stdinIsTty?: boolean
   stdout: {write(chunk: string): unknown}
   stderr: {write(chunk: string): unknown}
+  /** Release what reading stdin holds open (called by the entry once the invocation is done). */
+  close?(): void
 }
 
 export interface PluginInfo {
@@ -73,6 +76,9 @@ export interface PluginInfo {
   supportedVersions?: readonly string[]
   requiredEnv?: Partial<Record<CniCommand, readonly CniEnvVar[]>>
 }
+
+/** How long VERSION waits for its (optional) stdin. */
+const VERSION_STDIN_WAIT_MS = 250
 
 const CONTAINER_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/
 const MAX_IFNAME = 15
@@ -149,13 +155,18 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
 
     if (cmd === 'VERSION') {
       // The spec echoes the caller's version; the Go skel ignores stdin. Echo it when it is one we speak.
+      // Stdin is optional here, so a caller that never closes it must not make VERSION hang: wait briefly.
       let echo = CURRENT_VERSION
       if (!io.stdinIsTty) {
+        let timer: NodeJS.Timeout | undefined
         try {
-          const v = (JSON.parse(toBuffer(await io.readStdin()).toString('utf8')) as {cniVersion?: unknown}).cniVersion
+          const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no input')), VERSION_STDIN_WAIT_MS)))
+          const v = (JSON.parse(toBuffer(await Promise.race([io.readStdin(), late])).toString('utf8')) as {cniVersion?: unknown}).cniVersion
           if (typeof v === 'string' && supported.includes(v)) echo = v
         } catch {
-          /* no or bad input: answer with our newest version */
+          /* no, late or bad input: answer with our newest version */
+        } finally {
+          clearTimeout(timer)
         }
       }
       io.stdout.write(goEncodeLine({cniVersion: echo, supportedVersions: supported}))
@@ -177,7 +188,7 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
     const min = MIN_VERSION[cmd]
     if (min && !versionAtLeast(cniVersion, min)) throw new CniError(CNI_ERR.incompatibleVersion, `config version does not allow ${cmd}`)
     if (!isSupported(cniVersion, supported)) {
-      throw new CniError(CNI_ERR.incompatibleVersion, 'incompatible CNI versions', `config is "${cniVersion}", plugin supports [${supported.map((s) => `"${s}"`).join(' ')}]`)
+      throw new CniError(CNI_ERR.incompatibleVersion, 'incompatible CNI versions', `config is ${goQuote(cniVersion)}, plugin supports ${goQuoteList(supported)}`)
     }
     errVersion = cniVersion
 
@@ -221,15 +232,21 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
 
 /** The real process's I/O, for the plugin entries. */
 export function processIo(): PluginIo {
+  let reading = false
   return {
     getenv: (n) => process.env[n],
-    stdinIsTty: Boolean(process.stdin.isTTY),
+    // isatty(0) rather than process.stdin.isTTY: the stream is only created when stdin is actually read.
+    stdinIsTty: isatty(0),
     async readStdin() {
+      reading = true
       const chunks: Buffer[] = []
       for await (const c of process.stdin) chunks.push(c as Buffer)
       return Buffer.concat(chunks)
     },
     stdout: process.stdout,
     stderr: process.stderr,
+    close() {
+      if (reading) process.stdin.destroy()
+    },
   }
 }

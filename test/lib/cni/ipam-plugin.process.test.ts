@@ -300,7 +300,7 @@ describe('ipamctl-ipam process: start-up cost', () => {
     assert.equal(modules.filter((m) => /\/node_modules\/(@oclif|oclif)\//.test(m)).length, 0);
   });
 
-  it('measures an IPAM ADD against `node -e 0` (printed, not asserted)', async () => {
+  it('measures an IPAM ADD against `node -e 0` (printed, not asserted)', async (t) => {
     const sb = await sandbox();
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const runs = 10;
@@ -315,6 +315,6 @@ describe('ipamctl-ipam process: start-up cost', () => {
       bare.push(n.ms);
     }
     const msg = `IPAM ADD median ${median(add).toFixed(1)} ms vs node -e 0 median ${median(bare).toFixed(1)} ms over ${runs} runs (plugin overhead ≈ ${(median(add) - median(bare)).toFixed(1)} ms)`;
-    console.log(`# ${msg}`);
+    t.diagnostic(msg);
   });
 });

@@ -42,6 +42,16 @@ describe('VERSION', () => {
     assert.equal(g.code, 0);
   });
 
+  it('does not wait long for a stdin that never ends', async () => {
+    const io = { ...fakeIo({ CNI_COMMAND: 'VERSION' }), readStdin: () => new Promise<string>(() => {}) };
+    let out = '';
+    io.stdout = { write: (x: string) => (out += x) };
+    const t0 = Date.now();
+    assert.equal(await pluginMain(recorder().funcs, io, { about: ABOUT }), 0);
+    assert.ok(Date.now() - t0 < 2000);
+    assert.equal(JSON.parse(out).cniVersion, '1.1.0');
+  });
+
   it('does not read a terminal', async () => {
     const io = fakeIo({ CNI_COMMAND: 'VERSION' }, '{"cniVersion":"0.4.0"}', { tty: true });
     assert.equal(await pluginMain(recorder().funcs, io, { about: ABOUT }), 0);

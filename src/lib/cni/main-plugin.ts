@@ -1,0 +1,191 @@
+// The main plugin (`ipamctl-cni`, a drop-in for `calico`): IPAM, then pod wiring, then the
+// WorkloadEndpoint record. ipamctl's own IPAM runs in this process on the same datastore connection
+// (no second Node start); any other IPAM type is exec'd per the spec. A failure after IPAM undoes
+// everything that was done, so a failed ADD leaves no address, link or record behind.
+import fs from 'node:fs'
+import path from 'node:path'
+import {type Ctx, makeCtx} from '../ipam/context.js'
+import {systemClock} from '../ipam/time.js'
+import {addressOf, familyOf, hostCidr, type CniResult} from './result.js'
+import {checkPod, unwirePod, wirePod, type WireRequest} from '../dataplane/veth.js'
+import {hostVethName, interfacePrefix} from '../dataplane/names.js'
+import {openStore as defaultOpenStore} from '../store/open.js'
+import type {Store} from '../store/store.js'
+import {
+  decodeWorkloadEndpoint,
+  encodeWorkloadEndpoint,
+  endpointKey,
+  newWorkloadEndpoint,
+} from '../workload/endpoint.js'
+import {withIgnoreUnknown} from './args.js'
+import {execDelegate} from './delegate.js'
+import {CNI_ERR, CniError} from './errors.js'
+import {ipamAdd, ipamCheck, ipamDel, ipamPlugin, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
+import {DEFAULT_MTU_FILE, datastoreSettingsFor, validateMainPluginConf, wepName, type NetConf} from './netconf.js'
+import type {CmdArgs, PluginFuncs} from './skel.js'
+
+export interface MainPluginDeps extends IpamPluginDeps {
+  /** The name this binary was installed under ('calico' makes 'calico-ipam' ours too). */
+  invokedAs?: string
+  mtuFile?: string
+}
+
+/** IPAM types served in-process. `calico-ipam` counts when we are installed as `calico` (--as-calico). */
+function ownIpam(type: string, invokedAs: string | undefined): boolean {
+  return type === 'ipamctl-ipam' || (type === 'calico-ipam' && invokedAs === 'calico')
+}
+
+/** netconf `mtu`, else the integer in /var/lib/calico/mtu (optional unless require_mtu_file), else kernel default. */
+function mtuFor(conf: NetConf, file: string): number {
+  if (conf.mtu > 0) return conf.mtu
+  try {
+    const n = Number.parseInt(fs.readFileSync(file, 'utf8').trim(), 10)
+    if (Number.isInteger(n) && n > 0) return n
+    throw new Error(`no MTU in ${file}`)
+  } catch (err) {
+    if (conf.requireMtuFile) throw new CniError(CNI_ERR.invalidConfig, `failed to read MTU file ${file}: ${(err as Error).message}`)
+    return 0
+  }
+}
+
+function wireRequest(a: CmdArgs, req: IpamRequest, ips: readonly string[], mtu: number): WireRequest {
+  const ids = req.ids
+  return {
+    netns: a.netns,
+    ifName: a.ifName,
+    hostIfName: hostVethName({
+      namespace: ids.orchestrator === 'k8s' ? ids.namespace : undefined,
+      pod: ids.orchestrator === 'k8s' ? ids.pod : undefined,
+      containerId: ids.containerId,
+      prefix: interfacePrefix(a.getenv('FELIX_INTERFACEPREFIX')),
+    }),
+    ipv4: ips.map(addressOf).find((x) => familyOf(x) === 4),
+    ipv6: ips.map(addressOf).find((x) => familyOf(x) === 6),
+    mtu,
+    allowIpForwarding: req.conf.containerSettings.allowIpForwarding,
+  }
+}
+
+export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
+  const open = deps.openStore ?? defaultOpenStore
+  const invokedAs = deps.invokedAs ?? path.basename(process.argv[1] ?? '').replace(/\.js$/, '')
+  const withStore = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx, store: Store) => Promise<T>): Promise<T> => {
+    const store = await open(await datastoreSettingsFor(conf, a.getenv))
+    try {
+      return await fn(makeCtx(store, {clock: deps.clock ?? systemClock}), store)
+    } finally {
+      await store.close()
+    }
+  }
+  // The calico plugin always lets IPAM ignore CNI_ARGS keys it does not know.
+  const request = (a: CmdArgs) => ipamRequest({...a, args: withIgnoreUnknown(a.args)}, deps)
+  const ipamDelFor = async (a: CmdArgs, ctx: Ctx, req: IpamRequest) => {
+    if (ownIpam(req.conf.ipam.type, invokedAs)) await ipamDel(ctx, req)
+    else await execDelegate(a, req.conf.ipam.type, 'DEL')
+  }
+
+  return {
+    async add(a) {
+      const req = request(a)
+      validateMainPluginConf(req.conf)
+      const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
+      return withStore(a, req.conf, async (ctx, store) => {
+        const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ipamAdd(ctx, req) : (await execDelegate(a, req.conf.ipam.type, 'ADD'))!
+        const addresses = ipam.ips.map((i) => i.address)
+        const wreq = wireRequest(a, req, addresses, mtu)
+        let wired = false
+        let wepWritten: string | undefined
+        try {
+          if (addresses.length === 0) throw new CniError(CNI_ERR.internal, `IPAM plugin ${req.conf.ipam.type} returned no addresses`)
+          const w = await wirePod(wreq)
+          wired = true
+          for (const warning of w.warnings) a.log(`warning: ${warning}`)
+          const ids = req.ids
+          const wep = newWorkloadEndpoint(
+            {
+              name: wepName(ids),
+              namespace: ids.namespace,
+              orchestrator: ids.orchestrator,
+              node: ids.node,
+              containerID: ids.containerId,
+              pod: ids.orchestrator === 'k8s' ? ids.pod : undefined,
+              endpoint: ids.endpoint,
+              ipNetworks: addresses.map(hostCidr),
+              interfaceName: w.hostIfName,
+              mac: w.podMac,
+            },
+            ctx.clock.now(),
+          )
+          const key = endpointKey(wep.namespace, wep.name)
+          const seen = await store.get(key)
+          const r = await store.txn([seen ? {key, modRevision: seen.modRevision} : {key, absent: true}], [{put: key, value: encodeWorkloadEndpoint(wep)}])
+          if (!r.succeeded) throw new CniError(CNI_ERR.tryAgainLater, `WorkloadEndpoint ${wep.namespace}/${wep.name} changed while it was being written`)
+          wepWritten = key
+          const result: CniResult = {
+            interfaces: [
+              {name: w.hostIfName, mac: w.hostMac},
+              {name: a.ifName, mac: w.podMac, mtu: w.mtu, sandbox: a.netns},
+            ],
+            ips: addresses.map((address) => ({address: hostCidr(address), interface: 1})),
+            routes: ipam.routes,
+            dns: ipam.dns ?? {},
+          }
+          return result
+        } catch (err) {
+          // Undo in reverse order; report the original error, not a cleanup problem.
+          const cleanup: Promise<unknown>[] = []
+          if (wepWritten) cleanup.push(store.txn([], [{delete: wepWritten}]))
+          if (wired) cleanup.push(unwirePod({netns: a.netns, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6}))
+          for (const r of await Promise.allSettled(cleanup)) if (r.status === 'rejected') a.log(`cleanup after failed ADD: ${(r.reason as Error).message}`)
+          try {
+            await ipamDelFor(a, ctx, req)
+          } catch (e) {
+            a.log(`releasing addresses after failed ADD: ${(e as Error).message}`)
+          }
+          throw err
+        }
+      })
+    },
+
+    async del(a) {
+      const req = request(a)
+      await withStore(a, req.conf, async (ctx, store) => {
+        const ids = req.ids
+        const key = endpointKey(ids.namespace, wepName(ids))
+        const seen = await store.get(key)
+        const wep = seen && decodeWorkloadEndpoint(seen.value)
+        // A WEP of another container means this DEL is for a stale sandbox: leave the live pod's record and
+        // host veth (same name) alone, but still release this attachment's addresses.
+        const stale = wep !== undefined && wep.containerID !== '' && wep.containerID !== ids.containerId
+        if (seen && !stale) await store.txn([{key, modRevision: seen.modRevision}], [{delete: key}])
+        if (!stale) {
+          const ips = wep?.ipNetworks ?? []
+          const wreq = wireRequest(a, req, ips, 0)
+          await unwirePod({netns: a.netns || undefined, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6})
+        }
+        await ipamDelFor(a, ctx, req)
+      })
+    },
+
+    async check(a) {
+      const req = request(a)
+      await withStore(a, req.conf, async (ctx, store) => {
+        if (ownIpam(req.conf.ipam.type, invokedAs)) await ipamCheck(ctx, req)
+        else await execDelegate(a, req.conf.ipam.type, 'CHECK')
+        const key = endpointKey(req.ids.namespace, wepName(req.ids))
+        const kv = await store.get(key)
+        if (!kv) throw new CniError(CNI_ERR.internal, `CHECK failed: WorkloadEndpoint ${req.ids.namespace}/${wepName(req.ids)} does not exist`)
+        const wep = decodeWorkloadEndpoint(kv.value)
+        const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
+        try {
+          await checkPod(wireRequest(a, req, wep.ipNetworks, mtu))
+        } catch (err) {
+          throw new CniError(CNI_ERR.internal, `CHECK failed: ${(err as Error).message}`)
+        }
+      })
+    },
+
+    status: ipamPlugin(deps).status,
+    gc: ipamPlugin(deps).gc,
+  }
+}
