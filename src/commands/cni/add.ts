@@ -1,0 +1,45 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand, outputFlag} from '../../cli/base.js'
+import {podFlags} from '../../cli/cni-flags.js'
+import {render} from '../../cli/render.js'
+import {plainTable} from '../../cli/table.js'
+import {manualAdd} from '../../lib/cni/manual.js'
+import {encodeResult} from '../../lib/cni/result.js'
+
+export default class CniAdd extends BaseCommand {
+  static override summary = 'Wire a pod by hand: allocate addresses and create its veth, routes and endpoint record.'
+  static override description = 'Runs the same code as the ipamctl-cni plugin, in-process, against the datastore selected by the usual flags. Needs root.'
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --netns demo --create-netns --pod web-0 --namespace default',
+    '<%= config.bin %> <%= command.id %> --netns /var/run/netns/demo --ip 10.65.0.10 -o json',
+  ]
+  static override flags = {
+    ...podFlags,
+    'create-netns': Flags.boolean({summary: 'Create the named network namespace if it does not exist.'}),
+    ip: Flags.string({summary: 'Request this specific address.'}),
+    output: outputFlag,
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(CniAdd)
+    const {containerId, result} = await manualAdd({
+      netns: flags.netns,
+      createNetns: flags['create-netns'],
+      pod: flags.pod,
+      namespace: flags.namespace,
+      containerId: flags['container-id'],
+      ifName: flags.ifname,
+      ip: flags.ip,
+      confFile: flags.conf,
+      node: flags.node,
+      settings: this.settings(flags),
+      log: (line) => process.stderr.write(`${line}\n`),
+    })
+    const table = () =>
+      plainTable(
+        ['INTERFACE', 'MAC', 'ADDRESS', 'SANDBOX'],
+        (result.interfaces ?? []).map((i, idx) => [i.name, i.mac ?? '', result.ips.filter((ip) => ip.interface === idx).map((ip) => ip.address).join(','), i.sandbox ?? '(host)']),
+      ) + `container ID: ${containerId}\n`
+    this.out(render(flags.output, encodeResult(result, '1.0.0'), table))
+  }
+}

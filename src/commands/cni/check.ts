@@ -1,0 +1,25 @@
+import {BaseCommand} from '../../cli/base.js'
+import {podFlags} from '../../cli/cni-flags.js'
+import {manualCheck} from '../../lib/cni/manual.js'
+
+export default class CniCheck extends BaseCommand {
+  static override summary = 'Check that a pod is still wired as cni add left it (addresses, links, routes, records).'
+  static override examples = ['<%= config.bin %> <%= command.id %> --netns demo --pod web-0 --namespace default']
+  static override flags = {...podFlags}
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(CniCheck)
+    await manualCheck({
+      netns: flags.netns,
+      pod: flags.pod,
+      namespace: flags.namespace,
+      containerId: flags['container-id'],
+      ifName: flags.ifname,
+      confFile: flags.conf,
+      node: flags.node,
+      settings: this.settings(flags),
+      log: (line) => process.stderr.write(`${line}\n`),
+    })
+    this.out('OK: the pod network is as expected\n')
+  }
+}

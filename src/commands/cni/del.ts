@@ -1,0 +1,26 @@
+import {BaseCommand} from '../../cli/base.js'
+import {podFlags} from '../../cli/cni-flags.js'
+import {manualDel} from '../../lib/cni/manual.js'
+
+export default class CniDel extends BaseCommand {
+  static override summary = 'Undo cni add: remove the veth, routes and endpoint record, and release the addresses.'
+  static override description = 'Idempotent: deleting a pod that is already gone, or whose namespace no longer exists, succeeds.'
+  static override examples = ['<%= config.bin %> <%= command.id %> --netns demo --pod web-0 --namespace default']
+  static override flags = {...podFlags}
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(CniDel)
+    const id = await manualDel({
+      netns: flags.netns,
+      pod: flags.pod,
+      namespace: flags.namespace,
+      containerId: flags['container-id'],
+      ifName: flags.ifname,
+      confFile: flags.conf,
+      node: flags.node,
+      settings: this.settings(flags),
+      log: (line) => process.stderr.write(`${line}\n`),
+    })
+    this.out(`Deleted pod network of container ${id}\n`)
+  }
+}

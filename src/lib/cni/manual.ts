@@ -1,0 +1,164 @@
+// `ipamctl cni add|del|check`: the main plugin driven by hand, for setting up pod networking in a test
+// network namespace without a container runtime. Same code path as ipamctl-cni, run in-process with the
+// CLI's datastore settings.
+import {execFileSync} from 'node:child_process'
+import {randomBytes} from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
+import {DatastoreUnavailableError, IpamError, ValidationError} from '../errors.js'
+import {openStore} from '../store/open.js'
+import type {DatastoreSettings} from '../store/settings.js'
+import {decodeWorkloadEndpoint, endpointKey} from '../workload/endpoint.js'
+import {netnsPath} from '../dataplane/netns.js'
+import {parseCniArgs} from './args.js'
+import {CNI_ERR, toCniError} from './errors.js'
+import {mainPlugin} from './main-plugin.js'
+import {determineNodename, parseNetConf, wepName, workloadIds} from './netconf.js'
+import type {CniResult} from './result.js'
+import type {CmdArgs} from './skel.js'
+
+export interface ManualRequest {
+  netns: string
+  createNetns?: boolean
+  pod?: string
+  namespace?: string
+  containerId?: string
+  ifName?: string
+  ip?: string
+  /** A netconf file; default: ipamctl-cni with in-process ipamctl-ipam, network k8s-pod-network. */
+  confFile?: string
+  node?: string
+  settings: DatastoreSettings
+  log?: (line: string) => void
+}
+
+const DEFAULT_CONF = {cniVersion: '1.0.0', name: 'k8s-pod-network', type: 'ipamctl-cni', ipam: {type: 'ipamctl-ipam'}}
+
+function loadConf(req: ManualRequest): Record<string, unknown> {
+  let conf: Record<string, unknown> = {...DEFAULT_CONF}
+  if (req.confFile) {
+    let text: string
+    try {
+      text = fs.readFileSync(req.confFile, 'utf8')
+    } catch (err) {
+      throw new ValidationError(`cannot read netconf ${req.confFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+    try {
+      conf = JSON.parse(text) as Record<string, unknown>
+    } catch (err) {
+      throw new ValidationError(`netconf ${req.confFile} is not valid JSON: ${(err as Error).message}`)
+    }
+    // A conflist: the manual path drives our own plugin, the first of the list.
+    if (Array.isArray(conf.plugins)) conf = {cniVersion: conf.cniVersion, name: conf.name, ...(conf.plugins[0] as object)}
+  }
+  if (req.node) conf.nodename = req.node
+  return conf
+}
+
+/** The container ID defaults to one derived from the netns name, so add and del need no bookkeeping. */
+function containerIdFor(req: ManualRequest): string {
+  if (req.containerId) return req.containerId
+  const base = path.basename(req.netns).replace(/[^A-Za-z0-9_.-]/g, '-')
+  return /^[A-Za-z0-9]/.test(base) ? `ipamctl-${base}` : `ipamctl-${randomBytes(6).toString('hex')}`
+}
+
+function cmdArgs(req: ManualRequest, command: 'ADD' | 'DEL' | 'CHECK', config: Record<string, unknown>): CmdArgs {
+  const args = [
+    ...(req.pod || req.namespace ? [`K8S_POD_NAMESPACE=${req.namespace ?? 'default'}`, `K8S_POD_NAME=${req.pod ?? ''}`] : []),
+    ...(req.ip ? [`IP=${req.ip}`] : []),
+  ].join(';')
+  const env: Record<string, string | undefined> = {...process.env, ETCD_USERNAME: req.settings.etcdUsername, ETCD_PASSWORD: req.settings.etcdPassword}
+  const data = JSON.stringify(config)
+  return {
+    command,
+    containerId: containerIdFor(req),
+    netns: netnsPath(req.netns),
+    ifName: req.ifName ?? 'eth0',
+    args,
+    path: process.env.CNI_PATH ?? '/opt/cni/bin',
+    stdinData: Buffer.from(data),
+    config,
+    cniVersion: typeof config.cniVersion === 'string' ? config.cniVersion : '0.2.0',
+    getenv: (n) => env[n],
+    log: req.log ?? (() => {}),
+  }
+}
+
+/** Run one operation, turning CNI errors into the CLI's typed errors' shape (message kept). */
+async function run<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (err instanceof Error && 'exitCode' in err) throw err
+    const c = toCniError(err)
+    const text = `CNI error ${c.code}: ${c.msg}${c.details ? ` (${c.details})` : ''}`
+    if (c.code === CNI_ERR.tryAgainLater) throw new DatastoreUnavailableError(text)
+    if ([CNI_ERR.invalidEnv, CNI_ERR.decoding, CNI_ERR.invalidConfig, CNI_ERR.unsupportedField, CNI_ERR.incompatibleVersion].includes(c.code as 4)) throw new ValidationError(text)
+    throw new IpamError(text)
+  }
+}
+
+const plugin = (req: ManualRequest) => mainPlugin({openStore: () => openStore(req.settings), invokedAs: 'ipamctl-cni'})
+
+export async function manualAdd(req: ManualRequest): Promise<{containerId: string; result: CniResult}> {
+  const ns = netnsPath(req.netns)
+  if (req.createNetns && !fs.existsSync(ns)) {
+    if (req.netns.includes('/')) throw new ValidationError('--create-netns needs a netns NAME, not a path')
+    execFileSync('ip', ['netns', 'add', req.netns], {stdio: 'pipe'})
+  }
+  const conf = loadConf(req)
+  const a = cmdArgs(req, 'ADD', conf)
+  return {containerId: a.containerId, result: await run(() => plugin(req).add(a))}
+}
+
+export async function manualDel(req: ManualRequest): Promise<string> {
+  const a = cmdArgs(req, 'DEL', loadConf(req))
+  await run(() => plugin(req).del(a))
+  return a.containerId
+}
+
+/** CHECK needs the ADD result: rebuilt from the WorkloadEndpoint record, which holds the addresses. */
+export async function manualCheck(req: ManualRequest): Promise<void> {
+  const conf = loadConf(req)
+  const a = cmdArgs(req, 'CHECK', conf)
+  const parsed = parseNetConf(conf)
+  const ids = workloadIds(parsed, {containerId: a.containerId, ifName: a.ifName}, parseCniArgs(`IgnoreUnknown=1;${a.args}`), determineNodename(parsed))
+  const store = await openStore(req.settings)
+  let ips: string[]
+  try {
+    const kv = await store.get(endpointKey(ids.namespace, wepName(ids)))
+    if (!kv) throw new ValidationError(`no workload endpoint for ${ids.orchestrator === 'k8s' ? `${ids.namespace}/${ids.pod}` : a.containerId} on this node`)
+    ips = decodeWorkloadEndpoint(kv.value).ipNetworks
+  } finally {
+    await store.close()
+  }
+  const withPrev = {...conf, cniVersion: conf.cniVersion ?? '1.0.0', prevResult: {cniVersion: '1.0.0', ips: ips.map((address) => ({address}))}}
+  await run(() => plugin(req).check!({...cmdArgs(req, 'CHECK', withPrev)}))
+}
+
+/** Install the plugin executables into a CNI bin directory as symlinks to this installation. */
+export function installPlugins(dir: string, opts: {asCalico: boolean; force: boolean}): {name: string; target: string}[] {
+  const binDir = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../bin')
+  const plan = [
+    {name: opts.asCalico ? 'calico' : 'ipamctl-cni', target: path.join(binDir, 'ipamctl-cni.js')},
+    {name: opts.asCalico ? 'calico-ipam' : 'ipamctl-ipam', target: path.join(binDir, 'ipamctl-ipam.js')},
+  ]
+  fs.mkdirSync(dir, {recursive: true})
+  for (const p of plan) {
+    const dest = path.join(dir, p.name)
+    if (fs.existsSync(dest) || isSymlink(dest)) {
+      if (!opts.force) throw new ValidationError(`${dest} already exists; pass --force to replace it`)
+      fs.rmSync(dest)
+    }
+    fs.symlinkSync(p.target, dest)
+  }
+  return plan
+}
+
+function isSymlink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink()
+  } catch {
+    return false
+  }
+}
