@@ -17,7 +17,7 @@ import {
   endpointKey,
   newWorkloadEndpoint,
 } from '../workload/endpoint.js'
-import {withIgnoreUnknown} from './args.js'
+import {parseCniArgs, withIgnoreUnknown} from './args.js'
 import {execDelegate} from './delegate.js'
 import {CNI_ERR, CniError} from './errors.js'
 import {ipamAdd, ipamCheck, ipamDel, ipamPlugin, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
@@ -79,18 +79,31 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
   }
   // The calico plugin always lets IPAM ignore CNI_ARGS keys it does not know.
   const request = (a: CmdArgs) => ipamRequest({...a, args: withIgnoreUnknown(a.args)}, deps)
+  // Fix: the plugin itself reads CNI_ARGS strictly, as upstream's GetIdentifiers does (types.LoadArgs into
+  // K8sArgs: an unknown key without IgnoreUnknown=1 is "ARGS: unknown args [...]", code 999). Only the IPAM
+  // call gets IgnoreUnknown=1 prepended. Before, `request` alone was used, so ADD accepted any key. Applied to
+  // ADD and CHECK; DEL stays lenient so that the DEL a runtime sends after such a failed ADD succeeds (spec).
+  const strictArgs = (a: CmdArgs) => void parseCniArgs(a.args)
+  // Fix: an exec'd IPAM delegate (host-local…) gets the same IgnoreUnknown=1-prefixed CNI_ARGS that the in-process
+  // IPAM gets (upstream's AddIgnoreUnknownArgs before ipam.ExecAdd/ExecDel). Before, it got CNI_ARGS unchanged and
+  // host-local refused kubelet-style args without IgnoreUnknown ("ARGS: unknown args [K8S_POD_NAMESPACE=…]").
+  const forDelegate = (a: CmdArgs): CmdArgs => {
+    const args = withIgnoreUnknown(a.args)
+    return {...a, args, getenv: (n) => (n === 'CNI_ARGS' ? args : a.getenv(n))}
+  }
   const ipamDelFor = async (a: CmdArgs, ctx: Ctx, req: IpamRequest) => {
     if (ownIpam(req.conf.ipam.type, invokedAs)) await ipamDel(ctx, req)
-    else await execDelegate(a, req.conf.ipam.type, 'DEL')
+    else await execDelegate(forDelegate(a), req.conf.ipam.type, 'DEL')
   }
 
   return {
     async add(a) {
+      strictArgs(a)
       const req = request(a)
       validateMainPluginConf(req.conf)
       const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
       return withStore(a, req.conf, async (ctx, store) => {
-        const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ipamAdd(ctx, req) : (await execDelegate(a, req.conf.ipam.type, 'ADD'))!
+        const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ipamAdd(ctx, req) : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
         const addresses = ipam.ips.map((i) => i.address)
         const wreq = wireRequest(a, req, addresses, mtu)
         let wired = false
@@ -168,10 +181,11 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
     },
 
     async check(a) {
+      strictArgs(a)
       const req = request(a)
       await withStore(a, req.conf, async (ctx, store) => {
         if (ownIpam(req.conf.ipam.type, invokedAs)) await ipamCheck(ctx, req)
-        else await execDelegate(a, req.conf.ipam.type, 'CHECK')
+        else await execDelegate(forDelegate(a), req.conf.ipam.type, 'CHECK')
         const key = endpointKey(req.ids.namespace, wepName(req.ids))
         const kv = await store.get(key)
         if (!kv) throw new CniError(CNI_ERR.internal, `CHECK failed: WorkloadEndpoint ${req.ids.namespace}/${wepName(req.ids)} does not exist`)
