@@ -1,12 +1,12 @@
 // Entry of the `ipamctl-cni` plugin process (installed as `calico` with --as-calico). Like ipam-main.ts it
 // must stay light: no oclif/chalk/inquirer/cli-table3, etcd3 only when the netconf selects etcdv3.
 import {mainPlugin} from './main-plugin.js'
-import {ABOUT as IPAM_ABOUT} from './ipam-main.js'
-import {type PluginIo, pluginMain, processIo} from './skel.js'
+import {ABOUT as IPAM_ABOUT, pluginProcessIo} from './ipam-main.js'
+import {type PluginIo, pluginMain} from './skel.js'
 
 export const ABOUT = IPAM_ABOUT.replace('ipamctl-ipam', 'ipamctl-cni').replace('CNI IPAM plugin (drop-in for calico-ipam)', 'CNI plugin (drop-in for calico)')
 
-export async function main(io: PluginIo = processIo()): Promise<number> {
+export async function main(io: PluginIo = pluginProcessIo()): Promise<number> {
   try {
     return await pluginMain(mainPlugin(), io, {about: ABOUT})
   } finally {

@@ -1,0 +1,330 @@
+// npm run bench:cni: start-to-exit latency of the CNI plugin executables, beside `node -e 0` and beside Debian's
+// containernetworking-plugins (host-local; ptp + host-local), all measured side by side in ONE run.
+// Prints a Markdown section to paste into BENCHMARKS.md.
+//
+// Every plugin is started the way a container runtime starts it: a clean environment (PATH + CNI_* variables),
+// the netconf on stdin, stdout collected, the exit code checked. Our plugins are started as
+// `node bin/ipamctl-*.js` with the same node binary as the `node -e 0` row, so "over node -e 0" is exactly
+// what the plugin adds to a bare Node start. The rows are interleaved (one run of every row, then the next
+// round) so machine noise spreads evenly over them. Full wiring uses a fresh named netns per run, created
+// before the timed ADD and deleted after the timed DEL, with private addresses only (10.194.0.0/16 for
+// ipamctl-cni, 10.195.0.0/16 for ptp). Needs root, iproute2 and containernetworking-plugins.
+//
+// Environment: BENCH_RUNS (default 30); BENCH_BASELINE=<dir> adds rows for another build's bin/ (before/after).
+import {execFileSync, spawnSync} from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {makeCtx} from '../src/lib/ipam/context.ts'
+import {createPools} from '../src/lib/ipam/pool-admin.ts'
+import {SqliteStore} from '../src/lib/store/sqlite.ts'
+import type {Store} from '../src/lib/store/store.ts'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.js')
+const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.js')
+const CNI_DIR = '/usr/lib/cni'
+const RUNS = Number(process.env.BENCH_RUNS ?? 30)
+const WARMUP = 3
+const NODE = process.execPath
+
+function need(cond: boolean, msg: string): void {
+  if (!cond) {
+    console.error(`cni bench: ${msg}`)
+    process.exit(2)
+  }
+}
+need(process.getuid?.() === 0, 'needs root (it creates network namespaces)')
+need(fs.existsSync(path.join(CNI_DIR, 'host-local')) && fs.existsSync(path.join(CNI_DIR, 'ptp')), `no ${CNI_DIR}/host-local or ptp: apt-get install -y containernetworking-plugins`)
+need(fs.existsSync(path.join(ROOT, 'dist', 'lib', 'cni', 'ipam-main.js')), 'not built: npm run build')
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-cni-bench-'))
+const db = path.join(dir, 'ipam.db')
+const lockFile = path.join(dir, 'ipam.lock')
+const hostLocalDir = path.join(dir, 'host-local')
+
+// ---------------------------------------------------------------------------------------------- running
+
+interface Run {
+  ms: number
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** Start `cmd args` with exactly `env` (plus PATH), `stdin` on its stdin; wall time from spawn to exit. */
+function run(cmd: string, args: readonly string[], env: Record<string, string> = {}, stdin = ''): Run {
+  const t = process.hrtime.bigint()
+  const r = spawnSync(cmd, args, {env: {PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...env}, input: stdin, encoding: 'utf8', timeout: 60_000})
+  const ms = Number(process.hrtime.bigint() - t) / 1e6
+  if (r.error) throw r.error
+  return {ms, code: r.status, stdout: r.stdout, stderr: r.stderr}
+}
+
+function ok(what: string, r: Run): Run {
+  if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code}):\nstdout: ${r.stdout}\nstderr: ${r.stderr}`)
+  return r
+}
+
+/** ADD must return an address inside `prefix` (e.g. "10.194."). */
+function added(what: string, r: Run, prefix: string): Run {
+  ok(what, r)
+  const ips = (JSON.parse(r.stdout) as {ips?: {address: string}[]}).ips ?? []
+  if (!ips.some((i) => i.address.startsWith(prefix))) throw new Error(`${what}: no ${prefix}x address in the result: ${r.stdout}`)
+  return r
+}
+
+const cniEnv = (command: 'ADD' | 'DEL', containerId: string, netns: string): Record<string, string> => ({
+  CNI_COMMAND: command,
+  CNI_CONTAINERID: containerId,
+  CNI_NETNS: netns,
+  CNI_IFNAME: 'eth0',
+  CNI_PATH: CNI_DIR,
+})
+
+// ---------------------------------------------------------------------------------------------- netconfs
+
+const ipamctlConf = (type: 'ipamctl-ipam' | 'ipamctl-cni', extra: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    cniVersion: '1.0.0',
+    name: `bench-${type}`,
+    type,
+    nodename: 'bench-node',
+    mtu: 1500,
+    datastore_path: db,
+    ipam_lock_file: lockFile,
+    ...extra,
+    ipam: {type: 'ipamctl-ipam', ipv4_pools: ['10.194.0.0/16']},
+  })
+const IPAM_CONF = ipamctlConf('ipamctl-ipam')
+const CNI_CONF = ipamctlConf('ipamctl-cni')
+const HOST_LOCAL_CONF = JSON.stringify({
+  cniVersion: '1.0.0',
+  name: 'bench-host-local',
+  type: 'host-local',
+  ipam: {type: 'host-local', ranges: [[{subnet: '10.196.0.0/16'}]], dataDir: hostLocalDir},
+})
+const PTP_CONF = JSON.stringify({
+  cniVersion: '1.0.0',
+  name: 'bench-ptp',
+  type: 'ptp',
+  ipMasq: false,
+  mtu: 1500,
+  ipam: {type: 'host-local', ranges: [[{subnet: '10.195.0.0/16'}]], dataDir: hostLocalDir},
+})
+
+// ---------------------------------------------------------------------------------------------- namespaces
+
+const live = new Set<string>()
+const nsName = (tag: string, i: number) => `ipamctl-bench-${process.pid}-${tag}-${i}`
+function nsAdd(name: string): string {
+  execFileSync('ip', ['netns', 'add', name], {stdio: 'pipe'})
+  live.add(name)
+  return `/var/run/netns/${name}`
+}
+function nsDel(name: string): void {
+  try {
+    execFileSync('ip', ['netns', 'del', name], {stdio: 'pipe'})
+  } catch {
+    /* already gone */
+  }
+  live.delete(name)
+}
+// ptp turns on net.ipv4.ip_forward for the whole host; put it back as it was.
+const IP_FORWARD = '/proc/sys/net/ipv4/ip_forward'
+const ipForwardBefore = fs.readFileSync(IP_FORWARD, 'utf8').trim()
+function cleanup(): void {
+  for (const n of [...live]) nsDel(n)
+  try {
+    if (fs.readFileSync(IP_FORWARD, 'utf8').trim() !== ipForwardBefore) fs.writeFileSync(IP_FORWARD, ipForwardBefore)
+  } catch {
+    /* best effort */
+  }
+  fs.rmSync(dir, {recursive: true, force: true})
+}
+process.on('exit', cleanup)
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => process.exit(130))
+
+// ---------------------------------------------------------------------------------------------- rows
+
+interface Row {
+  label: string
+  /** One timed run (round i); untimed setup and teardown happen inside, around `time`. */
+  once(i: number, time: (fn: () => Run) => void): void
+  ms: number[]
+  /** Compared against a target: ms over `node -e 0`. */
+  target?: number
+}
+
+function row(label: string, once: Row['once'], target?: number): Row {
+  return {label, once, ms: [], target}
+}
+
+/** A pair of rows (ADD, DEL) sharing one container per round. */
+function addDel(label: string, add: (i: number) => Run, del: (i: number) => Run, target: number | undefined, setup?: (i: number) => void, teardown?: (i: number) => void): Row[] {
+  const a = row(`${label} ADD`, () => {}, target)
+  const d = row(`${label} DEL`, () => {})
+  // The DEL row's `once` does both: ADD timed into `a`, DEL timed into `d`; the ADD row is driven from it.
+  d.once = (i, time) => {
+    setup?.(i)
+    try {
+      a.ms.push(ok(`${label} ADD`, add(i)).ms)
+      time(() => ok(`${label} DEL`, del(i)))
+    } finally {
+      teardown?.(i)
+    }
+  }
+  return [a, d]
+}
+
+const rows: Row[] = [
+  row('`/bin/true` (process spawn alone)', (_, time) => time(() => ok('/bin/true', run('/bin/true', [])))),
+  row('`node -e 0`', (_, time) => time(() => ok('node -e 0', run(NODE, ['-e', '0'])))),
+  // No CNI_COMMAND: the plugin loads everything, prints its about line and exits. Start-up alone.
+  row('`ipamctl-ipam` load only (no CNI_COMMAND)', (_, time) => time(() => ok('ipamctl-ipam about', run(NODE, [IPAM_BIN])))),
+  row('`ipamctl-cni` load only (no CNI_COMMAND)', (_, time) => time(() => ok('ipamctl-cni about', run(NODE, [CNI_BIN])))),
+  ...addDel(
+    '`ipamctl-ipam`',
+    (i) => added('ipamctl-ipam ADD', run(NODE, [IPAM_BIN], cniEnv('ADD', `ipam-${i}`, '/var/run/netns/unused'), IPAM_CONF), '10.194.'),
+    (i) => run(NODE, [IPAM_BIN], cniEnv('DEL', `ipam-${i}`, ''), IPAM_CONF),
+    20,
+  ),
+  ...addDel(
+    '`host-local` (Debian, Go)',
+    (i) => added('host-local ADD', run(path.join(CNI_DIR, 'host-local'), [], cniEnv('ADD', `hl-${i}`, '/var/run/netns/unused'), HOST_LOCAL_CONF), '10.196.'),
+    (i) => run(path.join(CNI_DIR, 'host-local'), [], cniEnv('DEL', `hl-${i}`, ''), HOST_LOCAL_CONF),
+    undefined,
+  ),
+  ...addDel(
+    '`ipamctl-cni` full wiring',
+    (i) => added('ipamctl-cni ADD', run(NODE, [CNI_BIN], cniEnv('ADD', `cni-${i}`, `/var/run/netns/${nsName('cni', i)}`), CNI_CONF), '10.194.'),
+    (i) => run(NODE, [CNI_BIN], cniEnv('DEL', `cni-${i}`, `/var/run/netns/${nsName('cni', i)}`), CNI_CONF),
+    30,
+    (i) => nsAdd(nsName('cni', i)),
+    (i) => nsDel(nsName('cni', i)),
+  ),
+  ...addDel(
+    '`ptp` + `host-local` (Debian, Go)',
+    (i) => added('ptp ADD', run(path.join(CNI_DIR, 'ptp'), [], cniEnv('ADD', `ptp-${i}`, `/var/run/netns/${nsName('ptp', i)}`), PTP_CONF), '10.195.'),
+    (i) => run(path.join(CNI_DIR, 'ptp'), [], cniEnv('DEL', `ptp-${i}`, `/var/run/netns/${nsName('ptp', i)}`), PTP_CONF),
+    undefined,
+    (i) => nsAdd(nsName('ptp', i)),
+    (i) => nsDel(nsName('ptp', i)),
+  ),
+]
+
+// Optional: another build of ipamctl (a directory with bin/ipamctl-ipam.js and bin/ipamctl-cni.js, e.g. a copy of
+// an older dist/ and bin/ with node_modules linked) measured in the same run, for before/after comparisons.
+const BASELINE = process.env.BENCH_BASELINE
+if (BASELINE) {
+  const ipamBin = path.join(BASELINE, 'bin', 'ipamctl-ipam.js')
+  const cniBin = path.join(BASELINE, 'bin', 'ipamctl-cni.js')
+  need(fs.existsSync(ipamBin) && fs.existsSync(cniBin), `BENCH_BASELINE=${BASELINE} has no bin/ipamctl-ipam.js and bin/ipamctl-cni.js`)
+  rows.push(
+    ...addDel(
+      '(baseline) `ipamctl-ipam`',
+      (i) => added('baseline ipamctl-ipam ADD', run(NODE, [ipamBin], cniEnv('ADD', `base-ipam-${i}`, '/var/run/netns/unused'), IPAM_CONF), '10.194.'),
+      (i) => run(NODE, [ipamBin], cniEnv('DEL', `base-ipam-${i}`, ''), IPAM_CONF),
+      undefined,
+    ),
+    ...addDel(
+      '(baseline) `ipamctl-cni` full wiring',
+      (i) => added('baseline ipamctl-cni ADD', run(NODE, [cniBin], cniEnv('ADD', `base-cni-${i}`, `/var/run/netns/${nsName('base', i)}`), CNI_CONF), '10.194.'),
+      (i) => run(NODE, [cniBin], cniEnv('DEL', `base-cni-${i}`, `/var/run/netns/${nsName('base', i)}`), CNI_CONF),
+      undefined,
+      (i) => nsAdd(nsName('base', i)),
+      (i) => nsDel(nsName('base', i)),
+    ),
+  )
+}
+
+// Optional: ipamctl-ipam on etcd (loads etcd3 + gRPC), when Debian's etcd-server is installed.
+let etcd: {stop(): Promise<void>; version: string} | undefined
+{
+  const {haveEtcd, startEtcd} = await import('../test/support/etcd-server.ts')
+  if (haveEtcd) {
+    const server = await startEtcd()
+    const {EtcdStore} = await import('../src/lib/store/etcd.ts')
+    const store: Store = await EtcdStore.connect({endpoints: [server.endpoint], timeoutMs: 30_000})
+    await createPools(makeCtx(store), [{name: 'bench', cidr: '10.194.0.0/16', blockSize: 26}])
+    await store.close()
+    etcd = {stop: () => server.stop(), version: server.ctl('version').split('\n')[0]!}
+    const conf = ipamctlConf('ipamctl-ipam', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint})
+    rows.push(
+      ...addDel(
+        '`ipamctl-ipam` on etcd v3',
+        (i) => added('ipamctl-ipam etcd ADD', run(NODE, [IPAM_BIN], cniEnv('ADD', `etcd-${i}`, '/var/run/netns/unused'), conf), '10.194.'),
+        (i) => run(NODE, [IPAM_BIN], cniEnv('DEL', `etcd-${i}`, ''), conf),
+        undefined,
+      ),
+    )
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- the run
+
+{
+  const store = SqliteStore.open(db)
+  await createPools(makeCtx(store), [{name: 'bench', cidr: '10.194.0.0/16', blockSize: 26}])
+  await store.close()
+}
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!
+}
+const median = (xs: number[]) => quantile(xs, 0.5)
+
+/** What bin/ipamctl-*.js load: the bundle unless the tsc output is newer (see the bins). */
+const entryOf = (bundle: string, compiled: string) => {
+  const m = (f: string) => fs.statSync(path.join(ROOT, f), {throwIfNoEntry: false})?.mtimeMs ?? -1
+  return m(bundle) >= m(compiled) ? `${bundle} (bundle)` : `${compiled} (tsc output, no fresh bundle)`
+}
+const entries = () => [entryOf('dist/cni/ipamctl-ipam.mjs', 'dist/lib/cni/ipam-main.js'), entryOf('dist/cni/ipamctl-cni.mjs', 'dist/lib/cni/cni-main.js')].join(', ')
+const entriesBefore = entries()
+
+const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' / ')
+const loadBefore = load()
+try {
+  // Warm-up rounds (page cache, first block claim, host-local's dir), then the timed rounds.
+  for (let i = 0; i < WARMUP + RUNS; i++) {
+    for (const r of rows) r.once(i, (fn) => r.ms.push(fn().ms))
+    if (i < WARMUP) for (const r of rows) r.ms.length = 0
+  }
+} finally {
+  await etcd?.stop()
+}
+const loadAfter = load()
+const entriesAfter = entries()
+
+const cpus = os.cpus()
+const debVersion = (() => {
+  try {
+    return execFileSync('dpkg-query', ['-W', '-f=${Version}', 'containernetworking-plugins'], {encoding: 'utf8'})
+  } catch {
+    return 'unknown version'
+  }
+})()
+const nodeMedian = median(rows.find((r) => r.label === '`node -e 0`')!.ms)
+
+console.log(`## CNI plugin start-to-exit latency (${new Date().toISOString().slice(0, 10)})\n`)
+console.log(
+  `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. ` +
+    `Date: ${new Date().toISOString().slice(0, 10)}. containernetworking-plugins ${debVersion}${etcd ? `, ${etcd.version}` : ''}. ` +
+    `${RUNS} runs per row, interleaved; load average (1/5/15 min) ${loadBefore} before, ${loadAfter} after.\n`,
+)
+console.log(`The bins ran ${entriesBefore}.${entriesAfter !== entriesBefore ? ` **They changed during the run** (now ${entriesAfter}): rerun.` : ''}\n`)
+console.log('| what (wall clock, spawn to exit) | median | p90 | over `node -e 0` (median) |')
+console.log('|---|---|---|---|')
+for (const r of rows) {
+  const m = median(r.ms)
+  const over = r.label === '`node -e 0`' ? '–' : `${m - nodeMedian >= 0 ? '+' : ''}${(m - nodeMedian).toFixed(1)} ms`
+  console.log(`| ${r.label} | ${m.toFixed(1)} ms | ${quantile(r.ms, 0.9).toFixed(1)} ms | ${over} |`)
+}
+console.log('\nTargets (issue 4), on the medians:')
+for (const r of rows.filter((x) => x.target !== undefined)) {
+  const over = median(r.ms) - nodeMedian
+  console.log(`- ${r.label} within ${r.target} ms of \`node -e 0\`: ${over.toFixed(1)} ms — ${over <= r.target! ? '**met**' : '**not met**'}`)
+}
+console.log('')
