@@ -1,5 +1,7 @@
 // Flags shared by `cni add|del|check`.
 import {Flags} from '@oclif/core'
+import type {ManualRequest} from '../lib/cni/manual.js'
+import type {DatastoreSettings} from '../lib/store/settings.js'
 
 export const podFlags = {
   netns: Flags.string({required: true, summary: 'Network namespace: a name under /var/run/netns, or a path.'}),
@@ -9,4 +11,22 @@ export const podFlags = {
   ifname: Flags.string({summary: 'Interface name inside the namespace.', default: 'eth0'}),
   conf: Flags.string({summary: 'CNI network config (.conf or .conflist JSON); default: ipamctl-cni with ipamctl-ipam.'}),
   node: Flags.string({summary: 'Node name (default: the netconf nodename, /var/lib/calico/nodename, or the hostname).'}),
+}
+
+/** The manual-plugin request the cni commands share. */
+export function podRequest(
+  flags: {netns: string; pod?: string; namespace?: string; 'container-id'?: string; ifname: string; conf?: string; node?: string},
+  settings: DatastoreSettings,
+): ManualRequest {
+  return {
+    netns: flags.netns,
+    pod: flags.pod,
+    namespace: flags.namespace,
+    containerId: flags['container-id'],
+    ifName: flags.ifname,
+    confFile: flags.conf,
+    node: flags.node,
+    settings,
+    log: (line) => process.stderr.write(`${line}\n`),
+  }
 }

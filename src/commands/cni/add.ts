@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand, outputFlag} from '../../cli/base.js'
-import {podFlags} from '../../cli/cni-flags.js'
+import {podFlags, podRequest} from '../../cli/cni-flags.js'
 import {render} from '../../cli/render.js'
 import {plainTable} from '../../cli/table.js'
 import {manualAdd} from '../../lib/cni/manual.js'
@@ -22,19 +22,7 @@ export default class CniAdd extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(CniAdd)
-    const {containerId, result} = await manualAdd({
-      netns: flags.netns,
-      createNetns: flags['create-netns'],
-      pod: flags.pod,
-      namespace: flags.namespace,
-      containerId: flags['container-id'],
-      ifName: flags.ifname,
-      ip: flags.ip,
-      confFile: flags.conf,
-      node: flags.node,
-      settings: this.settings(flags),
-      log: (line) => process.stderr.write(`${line}\n`),
-    })
+    const {containerId, result} = await manualAdd({...podRequest(flags, this.settings(flags)), createNetns: flags['create-netns'], ip: flags.ip})
     const table = () =>
       plainTable(
         ['INTERFACE', 'MAC', 'ADDRESS', 'SANDBOX'],

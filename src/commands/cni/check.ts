@@ -1,5 +1,5 @@
 import {BaseCommand} from '../../cli/base.js'
-import {podFlags} from '../../cli/cni-flags.js'
+import {podFlags, podRequest} from '../../cli/cni-flags.js'
 import {manualCheck} from '../../lib/cni/manual.js'
 
 export default class CniCheck extends BaseCommand {
@@ -9,17 +9,7 @@ export default class CniCheck extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(CniCheck)
-    await manualCheck({
-      netns: flags.netns,
-      pod: flags.pod,
-      namespace: flags.namespace,
-      containerId: flags['container-id'],
-      ifName: flags.ifname,
-      confFile: flags.conf,
-      node: flags.node,
-      settings: this.settings(flags),
-      log: (line) => process.stderr.write(`${line}\n`),
-    })
+    await manualCheck(podRequest(flags, this.settings(flags)))
     this.out('OK: the pod network is as expected\n')
   }
 }

@@ -1,5 +1,5 @@
 import {BaseCommand} from '../../cli/base.js'
-import {podFlags} from '../../cli/cni-flags.js'
+import {podFlags, podRequest} from '../../cli/cni-flags.js'
 import {manualDel} from '../../lib/cni/manual.js'
 
 export default class CniDel extends BaseCommand {
@@ -10,17 +10,7 @@ export default class CniDel extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(CniDel)
-    const id = await manualDel({
-      netns: flags.netns,
-      pod: flags.pod,
-      namespace: flags.namespace,
-      containerId: flags['container-id'],
-      ifName: flags.ifname,
-      confFile: flags.conf,
-      node: flags.node,
-      settings: this.settings(flags),
-      log: (line) => process.stderr.write(`${line}\n`),
-    })
+    const id = await manualDel(podRequest(flags, this.settings(flags)))
     this.out(`Deleted pod network of container ${id}\n`)
   }
 }
