@@ -2,8 +2,10 @@
 import type {Borrowed, PoolUsage, StoredBlock} from '../lib/ipam/query.js'
 import {ORPHANED} from '../lib/ipam/query.js'
 import type {Pool} from '../lib/ipam/pool.js'
+import type {Reservation} from '../lib/ipam/reservation.js'
 import type {IpamConfig} from '../lib/ipam/records.js'
 import type {NodeRecord} from '../lib/ipam/node.js'
+import type {NodeUsage} from '../lib/ipam/node-removal.js'
 import {countWithPercent} from '../lib/format/numbers.js'
 import {formatCidr} from '../lib/net/cidr.js'
 import type {StoreStatus} from '../lib/store/admin.js'
@@ -59,10 +61,10 @@ export function blocksTable(blocks: readonly StoredBlock[]): string {
   )
 }
 
-export function nodesTable(nodes: readonly NodeRecord[]): string {
+export function nodesTable(nodes: readonly (NodeRecord & NodeUsage)[]): string {
   return plainTable(
-    ['NAME', 'LABELS'],
-    nodes.map((n) => [n.name, Object.entries(n.labels).map(([k, v]) => `${k}=${v}`).join(',')]),
+    ['NAME', 'BLOCKS', 'ADDRESSES', 'LABELS'],
+    nodes.map((n) => [n.name, String(n.blocks), String(n.addresses), Object.entries(n.labels).map(([k, v]) => `${k}=${v}`).join(',')]),
   )
 }
 
@@ -79,4 +81,8 @@ export function statusTable(st: StoreStatus): string {
     rows.push(['Keys', `${k.total} (pools ${k.pools}, blocks ${k.blocks}, affinities ${k.affinities}, handles ${k.handles}, nodes ${k.nodes})`])
   }
   return boxTable(['PROPERTY', 'VALUE'], rows)
+}
+
+export function reservationsTable(reservations: readonly Reservation[]): string {
+  return plainTable(['NAME', 'CIDRS'], reservations.map((r) => [r.name, r.reservedCIDRs.join(',')]))
 }

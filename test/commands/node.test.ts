@@ -21,7 +21,12 @@ describe('node', {concurrency: true}, () => {
     // A failed assignment changes nothing, not even the node records (first use that succeeds creates one).
     assert.equal(
       await sb.ok('node', 'list'),
-      ['NAME   LABELS', 'n-a    rack=r1,zone=a', 'n-b    zone=b', ''].join('\n'),
+      [
+        'NAME   BLOCKS   ADDRESSES   LABELS',
+        'n-a    1        2           rack=r1,zone=a',
+        'n-b    1        1           zone=b',
+        '',
+      ].join('\n'),
     );
     const json = JSON.parse(await sb.ok('node', 'list', '-o', 'json'));
     assert.deepEqual(

@@ -9,6 +9,7 @@ import {type Ctx, listPools, loadBlock, loadConfig, withRetry, WriteBatch} from 
 import {ensureNode, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {encodeAffinity} from './records.js'
+import {listReservations, reservedMatcher} from './reservation.js'
 import {nanoTimestamp} from './time.js'
 
 export interface AssignIpArgs {
@@ -52,8 +53,13 @@ function resolveTargets(ips: readonly string[], pools: readonly Pool[], use?: Al
 export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<AssignIpArgs, 'ip'>): Promise<AssignedIp[]> {
   if (ips.length === 0) throw new ValidationError('no IP address given')
   validateHostName(rest.host)
-  const [cfg, pools] = await Promise.all([loadConfig(ctx), listPools(ctx)])
+  const [cfg, pools, reservations] = await Promise.all([loadConfig(ctx), listPools(ctx), listReservations(ctx)])
   const targets = resolveTargets(ips, pools, rest.use)
+  const reserved = reservedMatcher(reservations)
+  for (const t of targets) {
+    const by = reserved.reservedBy(t.ip)
+    if (by !== undefined) throw new ValidationError(`IP address ${t.text} is reserved by IPReservation ${by}`)
+  }
   const affinity = `host:${rest.host}`
   const attr = ownerAttribute(rest.host, rest.handle, rest.attrs)
   const byBlock = new Map<string, Target[]>()

@@ -12,6 +12,7 @@ import {ensureNode, getNode, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {findPool, selectPools} from './pools-select.js'
 import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} from './records.js'
+import {listReservations, reservedMatcher, type ReservedMatcher} from './reservation.js'
 import {nanoTimestamp} from './time.js'
 
 export const DEFAULT_MAX_BLOCKS_PER_HOST = 20
@@ -102,15 +103,16 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   const now = ctx.clock.now()
   const use = args.use ?? 'Workload'
   validateHostName(args.host)
-  const [cfg, node, allPools, affinityKeys] = await Promise.all([
+  const [cfg, node, allPools, affinityKeys, reservations] = await Promise.all([
     loadConfig(ctx),
     getNode(ctx.store, args.host),
     listPools(ctx),
     ctx.store.listKeys(keys.hostAffinityPrefix(args.host, family)),
+    listReservations(ctx),
   ])
   if (args.pools?.length) requested = [...(requested ?? []), ...poolsOfFamily(allPools, args.pools, family)]
   const pools = selectPools({pools: allPools, family, requested, nodeLabels: node?.labels ?? {}, host: args.host, use})
-  const job = new FamilyJob(ctx, cfg, args, family, pools, result)
+  const job = new FamilyJob(ctx, cfg, args, family, pools, result, reservedMatcher(reservations))
   await job.run(affinityKeys)
   // The Node record is created on first use, but only once something was actually allocated for it.
   if (!node && result.ips.length > 0) await ensureNode(ctx.store, args.host, now)
@@ -130,6 +132,7 @@ class FamilyJob {
     private readonly family: Family,
     private readonly pools: Pool[],
     private readonly result: FamilyResult,
+    private readonly reserved: ReservedMatcher,
   ) {
     this.affinity = `host:${args.host}`
     this.attr = ownerAttribute(args.host, args.handle, args.attrs)
@@ -224,7 +227,7 @@ class FamilyJob {
       } else {
         block = loaded.block
       }
-      const taken = takeOrdinals(block, this.remaining, this.attr)
+      const taken = takeOrdinals(block, this.remaining, this.attr, this.reserved.skipFor(block.cidr))
       if (taken.length === 0 && loaded && state === 'confirmed') return
       batch.putBlock(block, loaded?.kv).countHandle(this.args.handle, block.cidr, taken.length)
       if (state !== 'confirmed') batch.put(a.key, encodeAffinity('confirmed'), affKv)
@@ -245,13 +248,15 @@ class FamilyJob {
       let probes = 0
       for (const cidr of blockWalk(pool.cidr, pool.spec.blockSize, this.args.host)) {
         if (++probes > CLAIM_PROBES) break
+        // A wholly reserved block could never hand out an address, so it is never claimed.
+        if (this.reserved.blockWhollyReserved(cidr)) continue
         if (!(await this.ctx.store.get(keys.block(cidr)))) return this.claim(cidr, undefined)
       }
     }
     const existing = new Set(await this.ctx.store.listKeys(keys.blockPrefix(this.family)))
     for (const pool of this.pools) {
       for (const cidr of blockWalk(pool.cidr, pool.spec.blockSize, this.args.host)) {
-        if (!existing.has(keys.block(cidr))) return this.claim(cidr, undefined)
+        if (!existing.has(keys.block(cidr)) && !this.reserved.blockWhollyReserved(cidr)) return this.claim(cidr, undefined)
       }
     }
     return this.reclaimEmptyBlock()
@@ -262,7 +267,7 @@ class FamilyJob {
     const affKey = keys.affinity(this.args.host, cidr)
     const affKv = await this.ctx.store.get(affKey)
     const block = newBlock(cidr, this.affinity, now, nanoTimestamp(now))
-    const taken = takeOrdinals(block, this.remaining, this.attr)
+    const taken = takeOrdinals(block, this.remaining, this.attr, this.reserved.skipFor(cidr))
     const batch = new WriteBatch(this.ctx)
     // A new (or replacing) block starts its own sequence, so it is put as is rather than via putBlock.
     batch.put(keys.block(cidr), encodeBlock(block), replacing?.kv)
@@ -292,6 +297,7 @@ class FamilyJob {
     for (const pool of this.pools) {
       for (const kv of inWalkOrder(kvs, pool, this.args.host)) {
         const block = decodeBlock(kv.value)
+        if (this.reserved.blockWhollyReserved(block.cidr)) continue
         garbageCollect(block, this.cfg.ipCooldownSeconds, this.ctx.clock.now())
         if (block.affinity === this.affinity || !block.affinity?.startsWith('host:') || !isEmpty(block)) continue
         const claimed = block.affinityClaimTime ? Date.parse(block.affinityClaimTime) : 0
@@ -310,10 +316,11 @@ class FamilyJob {
       for (const key of inWalkOrder(blockKeys.map((k) => ({key: k})), pool, this.args.host)) {
         if (this.remaining === 0) break
         const cidr = parseBlockKey(key.key)!
+        if (this.reserved.blockWhollyReserved(cidr)) continue
         await withRetry(this.ctx, async () => {
           const loaded = await loadBlock(this.ctx, cidr, this.cfg.ipCooldownSeconds)
           if (!loaded || loaded.block.affinity === this.affinity) return
-          const taken = takeOrdinals(loaded.block, this.remaining, this.attr)
+          const taken = takeOrdinals(loaded.block, this.remaining, this.attr, this.reserved.skipFor(cidr))
           if (taken.length === 0) return
           await new WriteBatch(this.ctx).putBlock(loaded.block, loaded.kv).countHandle(this.args.handle, cidr, taken.length).commit()
           this.record(loaded.block, taken)

@@ -43,6 +43,9 @@ export type PoolInput = {name: string; labels?: Record<string, string>} & Partia
 const LINK_LOCAL = [parseCidr('169.254.0.0/16'), parseCidr('fe80::/10')]
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
 
+/** Kubernetes resource name rules, shared by every v3 resource we store. */
+export const isResourceName = (name: unknown): name is string => typeof name === 'string' && name.length <= 253 && NAME.test(name)
+
 export const defaultBlockSize = (c: Cidr): number => (c.family === 4 ? 26 : 122)
 
 function oneOf<T extends string>(what: string, v: unknown, allowed: readonly T[]): T {

@@ -7,6 +7,7 @@ import {type Block, attributeOf, decodeBlock, garbageCollect, isCoolingDown, own
 import {type Ctx, listPools, loadBlock, loadConfig} from './context.js'
 import type {Pool} from './pool.js'
 import {decodeHandle} from './records.js'
+import {listReservations, reservedMatcher} from './reservation.js'
 
 export interface StoredBlock {
   readonly kv: KeyValue
@@ -132,7 +133,8 @@ export const ORPHANED = 'orphaned allocation blocks'
  * In use counts cooling-down addresses, as upstream does: they cannot be handed out yet.
  */
 export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Promise<PoolUsage[]> {
-  const all = await listPools(ctx)
+  const [all, reservations] = await Promise.all([listPools(ctx), listReservations(ctx)])
+  const reserved = reservedMatcher(reservations)
   let pools: Pool[] = all
   if (opts.pools && opts.pools.length > 0) {
     pools = opts.pools.map((ref) => {
@@ -147,14 +149,24 @@ export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Prom
     cidrObj: p.cidr,
     capacity: cidrSize(p.cidr),
     inUse: 0n,
-    reserved: 0n,
+    reserved: reserved.reservedIn(p.cidr),
     free: 0n,
     blocks: [],
   }))
   const orphans: Usage[] = []
   for (const {block} of await listBlocks(ctx)) {
     const size = BigInt(block.allocations.length)
-    const u: Usage = {name: formatCidr(block.cidr), cidr: formatCidr(block.cidr), capacity: size, inUse: size - BigInt(block.unallocated.length), reserved: 0n, free: BigInt(block.unallocated.length)}
+    const skip = reserved.skipFor(block.cidr)
+    // Reserved addresses that are allocated anyway (allocated before the reservation) are not free either way.
+    const reservedFree = skip ? BigInt(block.unallocated.filter(skip).length) : 0n
+    const u: Usage = {
+      name: formatCidr(block.cidr),
+      cidr: formatCidr(block.cidr),
+      capacity: size,
+      inUse: size - BigInt(block.unallocated.length),
+      reserved: skip ? reserved.reservedIn(block.cidr) : 0n,
+      free: BigInt(block.unallocated.length) - reservedFree,
+    }
     const g = groups.find((x) => containsCidr(x.cidrObj, block.cidr) || containsCidr(block.cidr, x.cidrObj))
     if (g) g.blocks.push(u)
     else if (!opts.pools?.length) orphans.push(u)
@@ -164,7 +176,10 @@ export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Prom
     const inBlocks = g.blocks.reduce((s, b) => s + b.capacity, 0n)
     const inUse = g.blocks.reduce((s, b) => s + b.inUse, 0n)
     const freeInBlocks = g.blocks.reduce((s, b) => s + b.free, 0n)
-    return {...g, inUse, free: freeInBlocks + (g.capacity > inBlocks ? g.capacity - inBlocks : 0n)}
+    // Addresses outside every block are unallocated; the reserved ones among them are not free.
+    const reservedOutside = g.reserved - g.blocks.reduce((s, b) => s + b.reserved, 0n)
+    const outside = (g.capacity > inBlocks ? g.capacity - inBlocks : 0n) - (reservedOutside > 0n ? reservedOutside : 0n)
+    return {...g, inUse, free: freeInBlocks + (outside > 0n ? outside : 0n)}
   })
   if (orphans.length > 0) {
     out.push({
@@ -172,7 +187,7 @@ export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Prom
       cidr: '',
       capacity: orphans.reduce((s, b) => s + b.capacity, 0n),
       inUse: orphans.reduce((s, b) => s + b.inUse, 0n),
-      reserved: 0n,
+      reserved: orphans.reduce((s, b) => s + b.reserved, 0n),
       free: orphans.reduce((s, b) => s + b.free, 0n),
       blocks: orphans,
     })
