@@ -16,3 +16,14 @@ export const style = {
 export function errorStyle(s: string): string {
   return process.stderr.isTTY && chalk.level > 0 && !('NO_COLOR' in process.env) ? chalk.red(s) : s
 }
+
+/** Whether stdout gets colour: a TTY, and neither NO_COLOR nor chalk's own detection turned it off. */
+export const stdoutColour = (): boolean => process.stdout.isTTY === true && chalk.level > 0
+
+/** Block-map cells: one coloured square per address on a colour terminal. */
+export const cellStyle = {
+  allocated: (s: string) => chalk.red(s),
+  free: (s: string) => chalk.green(s),
+  reserved: (s: string) => chalk.cyan(s),
+  cooldown: (s: string) => chalk.yellow(s),
+}

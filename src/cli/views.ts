@@ -6,20 +6,56 @@ import type {Reservation} from '../lib/ipam/reservation.js'
 import type {IpamConfig} from '../lib/ipam/records.js'
 import type {NodeRecord} from '../lib/ipam/node.js'
 import type {NodeUsage} from '../lib/ipam/node-removal.js'
-import {countWithPercent} from '../lib/format/numbers.js'
+import type {BlockMapRow, CellState} from '../lib/ipam/block-map.js'
+import {countWithPercent, percentHalfEven} from '../lib/format/numbers.js'
 import {formatCidr} from '../lib/net/cidr.js'
 import type {StoreStatus} from '../lib/store/admin.js'
+import {cellStyle} from './style.js'
 import {boxTable, plainTable} from './table.js'
 
-export function utilizationTable(usage: readonly PoolUsage[], showBlocks: boolean): string {
+/**
+ * calicoctl's table. `bars` adds a UTILIZATION column for people at a terminal; callers pass it only when
+ * stdout is a TTY, so piped output keeps calicoctl's exact layout.
+ */
+export function utilizationTable(usage: readonly PoolUsage[], showBlocks: boolean, opts: {bars?: boolean} = {}): string {
   const rows: string[][] = []
-  const row = (grouping: string, u: {cidr: string; capacity: bigint; inUse: bigint; reserved: bigint; free: bigint}) =>
-    rows.push([grouping, u.cidr, String(u.capacity), countWithPercent(u.inUse, u.capacity), countWithPercent(u.reserved, u.capacity), countWithPercent(u.free, u.capacity)])
+  const row = (grouping: string, u: {cidr: string; capacity: bigint; inUse: bigint; reserved: bigint; free: bigint}) => {
+    const r = [grouping, u.cidr, String(u.capacity), countWithPercent(u.inUse, u.capacity), countWithPercent(u.reserved, u.capacity), countWithPercent(u.free, u.capacity)]
+    if (opts.bars) r.push(usageBar(u.inUse, u.capacity))
+    rows.push(r)
+  }
   for (const p of usage) {
     if (p.name !== ORPHANED) row('IP Pool', p)
     if (showBlocks) for (const b of p.blocks) row('Block', b)
   }
-  return boxTable(['GROUPING', 'CIDR', 'IPS TOTAL', 'IPS IN USE', 'IPS RESERVED', 'IPS FREE'], rows, ['left', 'left', 'right', 'right', 'right', 'right'])
+  const head = ['GROUPING', 'CIDR', 'IPS TOTAL', 'IPS IN USE', 'IPS RESERVED', 'IPS FREE']
+  const align = ['left', 'left', 'right', 'right', 'right', 'right'] as const
+  return opts.bars ? boxTable([...head, 'UTILIZATION'], rows, [...align, 'left']) : boxTable(head, rows, [...align])
+}
+
+const BAR_WIDTH = 10
+
+/** `████░░░░░░ 40%`: the filled part rounds like the percentage, so the two never disagree. */
+export function usageBar(n: bigint, total: bigint): string {
+  const filled = Number(total === 0n ? 0n : percentHalfEven(n * BigInt(BAR_WIDTH), total * 100n))
+  const cells = Math.min(BAR_WIDTH, Math.max(0, filled))
+  return `${'█'.repeat(cells)}${'░'.repeat(BAR_WIDTH - cells)} ${percentHalfEven(n, total)}%`
+}
+
+const CELL_LETTER: Record<CellState, string> = {allocated: 'A', free: '.', reserved: 'R', cooldown: 'C'}
+const CELL_NAME: Record<CellState, string> = {allocated: 'allocated', free: 'free', reserved: 'reserved', cooldown: 'cooling down'}
+const CELL_ORDER: readonly CellState[] = ['allocated', 'free', 'reserved', 'cooldown']
+
+/**
+ * The block as a grid, one row per 16 addresses labelled with the row's first address. Without colour
+ * every cell is a letter, so the map survives pipes, logs and NO_COLOR terminals.
+ */
+export function blockMapView(title: string, rows: readonly BlockMapRow[], colour: boolean): string {
+  const cell = (s: CellState) => (colour ? cellStyle[s]('■') : CELL_LETTER[s])
+  const width = rows.reduce((w, r) => Math.max(w, r.label.length), 0)
+  const out = [title, ...rows.map((r) => `${r.label.padEnd(width)}  ${r.cells.map(cell).join(' ')}`)]
+  out.push(`Legend: ${CELL_ORDER.map((s) => `${cell(s)} ${CELL_NAME[s]}`).join('  ')}`)
+  return out.join('\n') + '\n'
 }
 
 export function borrowedTable(b: {borrowed: Borrowed[]; withoutNode: number}): string {

@@ -32,6 +32,13 @@ describe('ipam show', {concurrency: true}, () => {
     assert.equal(await (await state()).ok('ipam', 'show'), table(POOL_A, POOL_B, POOL_V6));
   });
 
+  test('no utilization bar column when stdout is not a terminal (even with FORCE_COLOR)', async () => {
+    const r = await (await state()).runWith({env: {FORCE_COLOR: '3', NO_COLOR: undefined}}, 'ipam', 'show', '--show-blocks');
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, table(POOL_A, BLOCK_A, POOL_B, BLOCK_B, POOL_V6));
+    assert.doesNotMatch(r.stdout, /UTILIZATION|█|░/);
+  });
+
   test('--show-blocks adds a Block row under each pool', async () => {
     assert.equal(await (await state()).ok('ipam', 'show', '--show-blocks'), table(POOL_A, BLOCK_A, POOL_B, BLOCK_B, POOL_V6));
   });

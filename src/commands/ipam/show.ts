@@ -38,7 +38,8 @@ export default class IpamShow extends BaseCommand {
       this.out(render(fmt, c, () => configTable(c)))
     } else {
       const u = await utilization(ctx)
-      this.out(render(fmt, u, () => utilizationTable(u, flags['show-blocks'])))
+      // The bar column is for people at a terminal; piped output keeps calicoctl's exact table.
+      this.out(render(fmt, u, () => utilizationTable(u, flags['show-blocks'], {bars: process.stdout.isTTY === true})))
     }
   }
 }

@@ -4,6 +4,7 @@
 import {ExhaustedError, NotFoundError, ValidationError} from '../errors.js'
 import {assignIp} from '../ipam/assign-ip.js'
 import {autoAssign, shortfall} from '../ipam/autoassign.js'
+import {datastoreLocked} from '../ipam/cluster-info.js'
 import {type Ctx, listPools, makeCtx} from '../ipam/context.js'
 import {releaseByHandle, releaseIps} from '../ipam/release.js'
 import {ipsByHandle} from '../ipam/query.js'
@@ -95,6 +96,8 @@ function parseGoCidr(text: string): {family: Family; base: bigint; prefix: numbe
  */
 export async function ipamAdd(ctx: Ctx, req: IpamRequest): Promise<CniResult> {
   const {conf, args, ids} = req
+  // Upstream's readiness gate: `datastore lock` (ClusterInformation datastoreReady=false) holds off new pods.
+  if (await datastoreLocked(ctx)) throw new CniError(CNI_ERR.tryAgainLater, 'Calico is currently not ready to process requests')
   const attrs = allocationAttrs(ids, ctx.clock.now())
   if (args.ip !== undefined) {
     const unlock = req.lock()

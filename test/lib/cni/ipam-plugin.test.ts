@@ -10,6 +10,7 @@ import { createPools } from '../../../src/lib/ipam/pool-admin.ts';
 import { ipsByHandle, ipStatus } from '../../../src/lib/ipam/query.ts';
 import { DatastoreUnavailableError } from '../../../src/lib/errors.ts';
 import { keys } from '../../../src/lib/store/keys.ts';
+import { lockDatastore, unlockDatastore } from '../../../src/lib/ipam/cluster-info.ts';
 import { MemoryStore } from '../../../src/lib/store/memory.ts';
 import type { DatastoreSettings } from '../../../src/lib/store/settings.ts';
 import { addEnv, errorOf, type RunOutcome, runSkel } from './helpers.ts';
@@ -329,5 +330,17 @@ describe('STATUS', () => {
       },
     });
     assert.deepEqual(errorOf(r), { cniVersion: '1.1.0', code: 50, msg: 'plugin not available', details: 'etcd at http://127.0.0.1:1 is unavailable' });
+  });
+});
+
+describe('ADD while the datastore is locked', () => {
+  it('refuses with upstream\'s readiness message (try again later) and assigns nothing; works again once unlocked', async () => {
+    await lockDatastore(ctx);
+    const e = errorOf(await add('c1'));
+    assert.equal(e.code, 11);
+    assert.equal(e.msg, 'Calico is currently not ready to process requests');
+    assert.equal((await store.list(keys.blockPrefix())).length, 0);
+    await unlockDatastore(ctx);
+    okJson(await add('c1'));
   });
 });

@@ -1,0 +1,56 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../../cli/base.js'
+import {confirmOrRefuse} from '../../cli/prompt.js'
+import {parseDuration, planGc, runGc} from '../../lib/ipam/gc.js'
+
+export default class IpamGc extends BaseCommand {
+  static override summary = 'Release leaked addresses older than a grace period and delete leaked handles.'
+  static override description = [
+    'Leaked means what ipam check reports: allocated, not cooling down, and no workload endpoint uses it. An allocation is old enough when its timestamp attribute is older than --grace; one without a timestamp counts as old. The grace period covers a CNI ADD that has allocated but not yet written its endpoint.',
+    'Safe on a live cluster: each address is released only if its handle and sequence number are still those seen by the scan and no endpoint claims it meanwhile, and each handle is deleted only if unchanged since the scan; anything else is skipped and reported.',
+    'Asks for confirmation on a terminal; pass --yes in scripts (without a terminal and without --yes it refuses, exit 2). --dry-run changes nothing.',
+  ].join('\n\n')
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --dry-run',
+    '<%= config.bin %> <%= command.id %> --grace 1h --yes',
+  ]
+  static override flags = {
+    grace: Flags.string({summary: 'Leave leaked addresses younger than this alone (Go duration).', default: '10m'}),
+    'dry-run': Flags.boolean({summary: 'Only print what would be done.'}),
+    yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation.'}),
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(IpamGc)
+    const graceMs = parseDuration(flags.grace)
+    const dry = flags['dry-run']
+    const question = 'Release the leaked addresses and delete the leaked handles listed above?'
+    // Refuse a script before doing any work, so its output is only the error.
+    if (!dry && !flags.yes && !(process.stdin.isTTY && process.stdout.isTTY)) await confirmOrRefuse(question, false)
+    const ctx = await this.ctx(flags)
+    const plan = await planGc(ctx, {graceMs})
+    const verb = dry ? 'Would release' : 'Releasing'
+    const lines: string[] = []
+    for (const c of plan.ips) lines.push(`${verb} ${c.ip} (handle ${c.handle ?? '<none>'}, allocated ${c.creationTimestamp ?? 'at an unknown time'})`)
+    for (const h of plan.handles) lines.push(`${dry ? 'Would delete' : 'Deleting'} leaked handle ${h.id}`)
+    if (plan.tooYoung.length > 0) lines.push(`Leaving ${plan.tooYoung.length} leaked addresses younger than ${flags.grace}: ${plan.tooYoung.map((c) => c.ip).join(', ')}`)
+    if (plan.ips.length === 0 && plan.handles.length === 0) {
+      this.out(`${[...lines, 'Nothing to clean up.'].join('\n')}\n`)
+      return
+    }
+    this.out(`${lines.join('\n')}\n`)
+    if (dry) {
+      this.out(`Dry run: would release ${plan.ips.length} addresses and delete ${plan.handles.length} handles; nothing was changed.\n`)
+      return
+    }
+    if (!(await confirmOrRefuse(question, flags.yes))) {
+      this.out('Aborted; nothing was changed.\n')
+      return
+    }
+    const r = await runGc(ctx, plan)
+    const out = [`Released ${r.released.length} addresses; deleted ${r.deletedHandles.length} handles.`]
+    if (r.skippedIps.length > 0) out.push(`Skipped ${r.skippedIps.length} addresses that changed since the scan: ${r.skippedIps.join(', ')}`)
+    if (r.skippedHandles.length > 0) out.push(`Skipped ${r.skippedHandles.length} handles that changed since the scan: ${r.skippedHandles.join(', ')}`)
+    this.out(`${out.join('\n')}\n`)
+  }
+}

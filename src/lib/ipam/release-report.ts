@@ -1,0 +1,258 @@
+// `ipam release --from-report`: release what `ipam check` reports found leaked, with upstream's safety rules
+// (reference §4.2). A report is a snapshot; everything here is about never acting on a stale one: the cluster
+// GUID must match, one report must be as new as the ClusterInformation revision (taken under the lock), only
+// leaks every report agrees on are touched, each address is released only if its sequence number is still the
+// one in the report, and each handle is deleted only if its revision is still the reported one.
+import {readFile} from 'node:fs/promises'
+import {type JsonValue, parseJson} from '../codec/gojson.js'
+import {ConflictError, IpamError, ValidationError} from '../errors.js'
+import {keys} from '../store/keys.js'
+import {getClusterInfo} from './cluster-info.js'
+import type {Ctx} from './context.js'
+import {ipStatus} from './query.js'
+import {releaseIps, type ReleaseOption} from './release.js'
+
+export interface ReportAllocation {
+  ip: string
+  handle?: string
+  sequenceNumber?: bigint
+  inUse: boolean
+  coolingDown: boolean
+}
+
+export interface ReportHandle {
+  id: string
+  uid: string | null
+  revision: string
+}
+
+export interface Report {
+  file: string
+  version: string
+  clusterGUID: string
+  clusterInformationRevision: string
+  allocations: ReportAllocation[]
+  leakedHandles: ReportHandle[]
+}
+
+type Obj = {[k: string]: JsonValue}
+const isObj = (v: JsonValue | undefined): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+/** A decimal string from a JSON string or integer (revisions are strings upstream, but be lenient). */
+function decimal(v: JsonValue | undefined): string | undefined {
+  if (typeof v === 'string') return v
+  if (typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) return v.toString()
+  return undefined
+}
+
+function seqOf(v: JsonValue | undefined, where: string): bigint | undefined {
+  if (v === undefined || v === null) return undefined
+  if (typeof v === 'bigint') return v
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v)
+  if (typeof v === 'string' && /^\d+$/.test(v)) return BigInt(v)
+  throw new ValidationError(`${where}: sequenceNumber must be a non-negative integer`)
+}
+
+/** Parse a report losslessly: sequence numbers are nanosecond timestamps above 2^53. */
+export function parseReport(text: string, file: string): Report {
+  let raw: JsonValue
+  try {
+    raw = parseJson(text)
+  } catch (err) {
+    throw new ValidationError(`the provided report (${file}) is not valid JSON: ${(err as Error).message}`)
+  }
+  const bad = (why: string) => new ValidationError(`the provided report (${file}) is malformed: ${why}`)
+  if (!isObj(raw)) throw bad('not a JSON object')
+  if (typeof raw.clusterGUID !== 'string') throw bad('clusterGUID is missing')
+  const revision = decimal(raw.clusterInformationRevision)
+  if (revision === undefined) throw bad('clusterInformationRevision is missing')
+  const allocations: ReportAllocation[] = []
+  const allocs = raw.allocations ?? {}
+  if (!isObj(allocs)) throw bad('allocations must be an object')
+  for (const [key, list] of Object.entries(allocs)) {
+    if (list === null) continue
+    if (!Array.isArray(list)) throw bad(`allocations[${key}] must be a list`)
+    for (const a of list) {
+      if (!isObj(a)) throw bad(`allocations[${key}] holds a non-object`)
+      const ip = typeof a.ip === 'string' ? a.ip : key
+      allocations.push({
+        ip,
+        handle: typeof a.handle === 'string' && a.handle !== '' ? a.handle : undefined,
+        sequenceNumber: seqOf(a.sequenceNumber, `the provided report (${file}), allocation ${ip}`),
+        inUse: a.inUse === true,
+        coolingDown: a.coolingDown === true,
+      })
+    }
+  }
+  const leakedHandles: ReportHandle[] = []
+  const handles = raw.leakedHandles ?? []
+  if (!Array.isArray(handles)) throw bad('leakedHandles must be a list')
+  for (const h of handles) {
+    if (!isObj(h) || typeof h.ID !== 'string') throw bad('a leaked handle has no ID')
+    const rev = decimal(h.Revision)
+    if (rev === undefined) throw bad(`leaked handle ${h.ID} has no Revision`)
+    leakedHandles.push({id: h.ID, uid: typeof h.UID === 'string' ? h.UID : null, revision: rev})
+  }
+  return {file, version: typeof raw.version === 'string' ? raw.version : '', clusterGUID: raw.clusterGUID, clusterInformationRevision: revision, allocations, leakedHandles}
+}
+
+export async function readReports(files: readonly string[]): Promise<Report[]> {
+  return Promise.all(
+    files.map(async (f) => {
+      let text: string
+      try {
+        text = await readFile(f, 'utf8')
+      } catch (err) {
+        throw new ValidationError(`cannot read the provided report (${f}): ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      }
+      return parseReport(text, f)
+    }),
+  )
+}
+
+export interface ReleasePlan {
+  ips: ReleaseOption[]
+  handles: ReportHandle[]
+  /** Upstream's WARNING lines for checks that --force overrode. */
+  warnings: string[]
+}
+
+const allocKey = (a: ReportAllocation) => `${a.ip}|${a.handle ?? ''}|${a.sequenceNumber ?? ''}`
+const handleKey = (h: ReportHandle) => `${h.id}|${h.revision}`
+
+/** Keep the items present in every list (by key), in the first list's order. */
+function intersect<T>(lists: readonly T[][], key: (t: T) => string): T[] {
+  const [first = [], ...rest] = lists
+  const sets = rest.map((l) => new Set(l.map(key)))
+  const seen = new Set<string>()
+  return first.filter((t) => {
+    const k = key(t)
+    if (seen.has(k) || !sets.every((s) => s.has(k))) return false
+    seen.add(k)
+    return true
+  })
+}
+
+/**
+ * Validate the reports against the cluster and work out what to release. Throws (changing nothing) when a
+ * rule refuses; `force` overrides the version and lock checks only, never the GUID or staleness.
+ */
+export async function planRelease(ctx: Ctx, reports: readonly Report[], opts: {version: string; force?: boolean}): Promise<ReleasePlan> {
+  if (reports.length === 0) throw new ValidationError('give at least one report')
+  const info = await getClusterInfo(ctx)
+  const warnings: string[] = []
+  for (const r of reports) {
+    // A missing ClusterInformation matches no report: whatever cluster produced it, it was not this one.
+    if (r.clusterGUID !== info?.clusterGUID) {
+      throw new ValidationError(`cluster does not match the provided report (${r.file}): mismatched cluster GUID. Refusing to release`)
+    }
+    if (r.version !== opts.version) {
+      if (!opts.force) throw new ValidationError(`the provided report (${r.file}) was produced using a different version (${r.version}) of calicoctl. Refusing to release`)
+      warnings.push('WARNING: Report was produced using a different version of calicoctl. Ignoring due to --force option')
+    }
+  }
+  if (!reports.some((r) => r.clusterInformationRevision === info!.revision)) {
+    throw new ConflictError('the provided reports are all stale - at least one should be up-to-date. Please generate a new report while the data store is locked and try again')
+  }
+  if (info!.datastoreReady !== false) {
+    if (!opts.force) throw new ConflictError('data store is not locked. Either lock the data store, or re-run with --force')
+    warnings.push('WARNING: Data store is not locked. Ignoring due to --force option')
+  }
+  const leaked = intersect(
+    reports.map((r) => r.allocations.filter((a) => !a.inUse && !a.coolingDown)),
+    allocKey,
+  )
+  return {
+    ips: leaked.map((a) => ({ip: a.ip, handle: a.handle, sequenceNumber: a.sequenceNumber})),
+    handles: intersect(
+      reports.map((r) => r.leakedHandles),
+      handleKey,
+    ),
+    warnings,
+  }
+}
+
+export interface ReleaseSummary {
+  /** The lines upstream prints, in order (without trailing newlines). */
+  lines: string[]
+  released: string[]
+  /** Reported addresses that were no longer allocated. */
+  alreadyGone: string[]
+  /** Addresses not released because they changed since the report (or the release failed). */
+  failed: {ip: string; error: string}[]
+  handlesDeleted: number
+  handlesSkipped: number
+  handleErrors: number
+}
+
+/** Carry out a plan. `onLine` sees each line as soon as it is known (for long runs). */
+export async function executeRelease(ctx: Ctx, plan: ReleasePlan, onLine: (line: string) => void = () => {}): Promise<ReleaseSummary> {
+  const s: ReleaseSummary = {lines: [], released: [], alreadyGone: [], failed: [], handlesDeleted: 0, handlesSkipped: 0, handleErrors: 0}
+  const say = (line: string) => {
+    s.lines.push(line)
+    onLine(line)
+  }
+  if (plan.ips.length === 0) say("Report didn't contain any leaked IPs to clean up.")
+  else {
+    say(`Releasing ${plan.ips.length} old IPs...`)
+    // One address at a time: a guarded release fails its whole block, so batching would let one address
+    // that changed since the report keep every other leak in its block from being released.
+    for (const o of plan.ips) {
+      try {
+        const r = await releaseIps(ctx, [o])
+        s.released.push(...r.released)
+        s.alreadyGone.push(...r.unallocated)
+      } catch (err) {
+        if (!(err instanceof IpamError)) throw err
+        // The sequence guard fires before the allocation check: an address freed since the report is
+        // "already cleaned up", not an error; one re-assigned since is an error and stays assigned.
+        if (err instanceof ConflictError && (await ipStatus(ctx, o.ip)).state !== 'assigned') s.alreadyGone.push(o.ip)
+        else s.failed.push({ip: o.ip, error: err.message})
+      }
+    }
+    if (s.failed.length > 0) {
+      say(
+        `An error occurred while releasing some IPs: ${s.failed.map((f) => f.error).join('; ')}.  Problems are often caused by an out-of-date IPAM report.  Try regenerating the IPAM report and retry.`,
+      )
+    }
+    say(`Released ${s.released.length} IPs successfully`)
+    if (s.alreadyGone.length > 0) say(`${s.alreadyGone.length} addresses marked as leaked in the report had already been cleaned up.`)
+  }
+
+  if (plan.handles.length === 0) say("Report didn't contain any handles to clean up.")
+  else {
+    say(`Deleting ${plan.handles.length} handles...`)
+    say("Key: '.' = Deleted OK; 'x' = skip, handle missing/changed.")
+    let progress = ''
+    const errors: string[] = []
+    for (const h of plan.handles) {
+      try {
+        if (await deleteHandleAt(ctx, h)) {
+          progress += '.'
+          s.handlesDeleted++
+        } else {
+          progress += 'x'
+          s.handlesSkipped++
+        }
+      } catch (err) {
+        s.handleErrors++
+        errors.push(`Deleting handle ${h.id} failed: ${(err as Error).message}.`)
+      }
+    }
+    say(progress)
+    for (const e of errors) say(e)
+    say(`Released ${s.handlesDeleted} handles; ${s.handlesSkipped} skipped; ${s.handleErrors} errors.`)
+  }
+  say('You may now unlock the data store.')
+  return s
+}
+
+/** Get → compare revision → guarded delete. False if the handle is gone or changed since the report. */
+async function deleteHandleAt(ctx: Ctx, h: ReportHandle): Promise<boolean> {
+  const key = keys.handle(h.id)
+  const kv = await ctx.store.get(key)
+  // Our handle records carry no UID (as on upstream's etcd backend), so the revision is the whole check.
+  if (!kv || kv.modRevision.toString() !== h.revision) return false
+  const r = await ctx.store.txn([{key, modRevision: kv.modRevision}], [{delete: key}])
+  return r.succeeded
+}

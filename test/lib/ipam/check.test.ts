@@ -1,0 +1,186 @@
+// ipam check (reference §4.3) on every embedded store backend: leaks, owners, handles, invalid blocks, the
+// ipamctl affinity extras, and the JSON report's fields and omitempty rules.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';
+import { buildReport, CLUSTER_INFO_KEY, checkIpam, reportJson, writeReport } from '../../../src/lib/ipam/check.ts';
+import type { Ctx } from '../../../src/lib/ipam/context.ts';
+import { createPools } from '../../../src/lib/ipam/pool-admin.ts';
+import { goTimeString } from '../../../src/lib/ipam/time.ts';
+import { parseCidr } from '../../../src/lib/net/cidr.ts';
+import { keys } from '../../../src/lib/store/keys.ts';
+import { encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint } from '../../../src/lib/workload/endpoint.ts';
+import { freshCtx, openMemory, seed, type StoreOpener, tempSqlite } from './helpers.ts';
+
+const sqlite = tempSqlite();
+after(() => sqlite.cleanup());
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-check-'));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+async function allocate(ctx: Ctx, handle: string, pod: string, node = 'node-1'): Promise<string> {
+  const r = await autoAssign(ctx, {
+    host: node,
+    num4: 1,
+    num6: 0,
+    handle,
+    attrs: { node, pod, namespace: 'default', timestamp: goTimeString(ctx.clock.now()) },
+  });
+  return r.v4.ips[0]!.address;
+}
+
+async function writeWep(ctx: Ctx, pod: string, ip: string, node = 'node-1'): Promise<string> {
+  const w = newWorkloadEndpoint(
+    { name: `${node}-k8s-${pod}-eth0`, namespace: 'default', orchestrator: 'k8s', node, containerID: `cid-${pod}`, pod, endpoint: 'eth0', ipNetworks: [`${ip}/32`], interfaceName: `cali-${pod}` },
+    ctx.clock.now(),
+  );
+  await seed(ctx.store, endpointKey('default', w.name), encodeWorkloadEndpoint(w));
+  return `Workload(default/${w.name})`;
+}
+
+async function setup(open: StoreOpener) {
+  const env = await freshCtx({ open });
+  await createPools(env.ctx, [{ name: 'p4', cidr: '10.65.0.0/16' }]);
+  return env;
+}
+
+for (const [name, open] of [
+  ['memory', openMemory],
+  ['sqlite', sqlite.open],
+] as const) {
+  describe(`checkIpam (${name})`, () => {
+    it('finds a leaked allocation and tells it from one a workload endpoint uses', async () => {
+      const { ctx } = await setup(open);
+      const leak = await allocate(ctx, 'h-leak', 'leak');
+      const live = await allocate(ctx, 'h-live', 'live');
+      const owner = await writeWep(ctx, 'live', live);
+      const r = await checkIpam(ctx);
+      assert.deepEqual(r.leaked.map((a) => [a.ip, a.handle]), [[leak, 'h-leak']]);
+      const l = r.allocations.find((a) => a.ip === live)!;
+      assert.equal(l.inUse, true);
+      assert.deepEqual(l.owners, [owner]);
+      assert.deepEqual([r.leakedHandles, r.missingHandles, r.invalidBlocks, r.noAllocation, r.notInActivePool], [[], [], [], [], []]);
+      assert.deepEqual(r.nodeAllocations, [{ node: 'node-1', count: 2 }]);
+      assert.equal(r.problems, 1);
+    });
+
+    it('a workload address without an allocation, or outside every active pool, is an in-use problem', async () => {
+      const { ctx } = await setup(open);
+      await writeWep(ctx, 'ghost', '10.65.3.3');
+      await writeWep(ctx, 'outside', '192.168.1.1');
+      const r = await checkIpam(ctx);
+      assert.deepEqual(r.noAllocation.map((x) => x.ip), ['10.65.3.3']);
+      assert.deepEqual(r.notInActivePool.map((x) => x.ip), ['192.168.1.1']);
+      assert.equal(r.problems, 2);
+    });
+
+    it('leaked handle (with its revision) and missing handle', async () => {
+      const { ctx, store } = await setup(open);
+      await allocate(ctx, 'h-a', 'a');
+      await seed(store, keys.handle('orphan'), '{"block":{"10.65.0.0/26":1},"deleted":false}');
+      const orphan = await store.get(keys.handle('orphan'));
+      const ha = await store.get(keys.handle('h-a'));
+      assert.ok((await store.txn([{ key: ha!.key, modRevision: ha!.modRevision }], [{ delete: ha!.key }])).succeeded);
+      const r = await checkIpam(ctx);
+      assert.deepEqual(r.leakedHandles, [{ id: 'orphan', revision: orphan!.modRevision }]);
+      assert.deepEqual(r.missingHandles, ['h-a']);
+      assert.equal(r.handlesWithMatches, 0);
+      // One leaked address (no endpoint) + one leaked handle; missing handles are not counted, as upstream.
+      assert.equal(r.problems, 2);
+    });
+
+    it('a corrupted block is invalid with the exact reasons', async () => {
+      const { ctx, store } = await setup(open);
+      await seed(
+        store,
+        keys.block(parseCidr('10.65.9.0/30')),
+        '{"cidr":"10.65.9.0/30","affinity":null,"allocations":[0,null,null,3],"unallocated":[0,1,2,2,7],"attributes":[{"handle_id":"h"},{"handle_id":"unused"}],"sequenceNumber":1,"sequenceNumberForAllocation":{},"deleted":false}',
+      );
+      const r = await checkIpam(ctx);
+      assert.deepEqual(r.invalidBlocks, [
+        {
+          cidr: '10.65.9.0/30',
+          reasons: [
+            'allocation 3 indexes a nonexistent attribute 3',
+            'attribute index 1 exists but is not indexed by an allocation',
+            'ordinal 0 is allocated but appears in Unallocated',
+            'ordinal 2 appears more than once in Unallocated array',
+            'ordinal 7 appears in the Unallocated array but is out of the block',
+            'expected 4 addresses in this block, but Unallocated (5) + Allocated (2) = 7',
+          ],
+        },
+      ]);
+    });
+
+    it('ipamctl extras: an affinity without a block, a host-affine block without its affinity', async () => {
+      const { ctx, store } = await setup(open);
+      await seed(store, keys.affinity('node-9', parseCidr('10.65.200.0/26')), '{"state":"confirmed","deleted":false}');
+      await allocate(ctx, 'h-b', 'b', 'node-2');
+      const [aff] = await store.listKeys(keys.hostAffinityPrefix('node-2', 4));
+      const kv = await store.get(aff!);
+      assert.ok((await store.txn([{ key: kv!.key, modRevision: kv!.modRevision }], [{ delete: kv!.key }])).succeeded);
+      const r = await checkIpam(ctx);
+      assert.deepEqual(r.affinitiesWithoutBlock, [{ host: 'node-9', cidr: '10.65.200.0/26', state: 'confirmed' }]);
+      assert.equal(r.blocksWithoutAffinity.length, 1);
+      assert.equal(r.blocksWithoutAffinity[0]!.host, 'node-2');
+      assert.equal(r.problems, 3); // the two extras + the leaked address of h-b
+    });
+
+    it('report: cluster fields, exact sequence numbers, omitempty, mode 0600', async () => {
+      const { ctx, store } = await setup(open);
+      let rep = buildReport(await checkIpam(ctx));
+      assert.deepEqual([rep.clusterGUID, rep.datastoreLocked, rep.clusterInformationRevision, rep.clusterType], ['', false, '', '']);
+      await seed(store, CLUSTER_INFO_KEY, '{"kind":"ClusterInformation","apiVersion":"projectcalico.org/v3","metadata":{"name":"default"},"spec":{"clusterGUID":"abc123","clusterType":"ipamctl","datastoreReady":false}}');
+      const ci = await store.get(CLUSTER_INFO_KEY);
+      const leak = await allocate(ctx, 'h-leak', 'leak');
+      const live = await allocate(ctx, 'h-live', 'live', 'node-2');
+      const owner = await writeWep(ctx, 'live', live, 'node-2');
+      await seed(store, keys.handle('orphan'), '{"block":{"10.65.0.0/26":1},"deleted":false}');
+      const orphanRev = (await store.get(keys.handle('orphan')))!.modRevision;
+      const result = await checkIpam(ctx);
+      rep = buildReport(result);
+      const text = reportJson(rep);
+      const json = JSON.parse(text);
+      assert.equal(json.version, JSON.parse(fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version);
+      assert.deepEqual([json.clusterGUID, json.datastoreLocked, json.clusterInformationRevision, json.clusterType], ['abc123', true, String(ci!.modRevision), 'ipamctl']);
+      assert.deepEqual(json.leakedHandles, [{ ID: 'orphan', UID: null, Revision: String(orphanRev) }]);
+      const seq = result.allocations.find((a) => a.ip === leak)!.sequenceNumber!;
+      assert.ok(seq > BigInt(Number.MAX_SAFE_INTEGER));
+      assert.ok(text.includes(`"sequenceNumber": ${seq}`), 'sequence number written exactly');
+      const e = json.allocations[leak][0];
+      assert.deepEqual(Object.keys(e), ['ip', 'handle', 'sequenceNumber', 'pod', 'namespace', 'node', 'creationTimestamp', 'inUse', 'owners']);
+      assert.deepEqual([e.handle, e.pod, e.namespace, e.node, e.inUse, e.owners], ['h-leak', 'leak', 'default', 'node-1', false, null]);
+      assert.match(e.creationTimestamp, / \+0000 UTC$/);
+      assert.deepEqual(json.allocations[live][0].owners, [owner]);
+      assert.equal(json.allocations[live][0].inUse, true);
+      assert.ok(text.startsWith('{\n  "version"'), '2-space indentation');
+      const file = path.join(tmp, `report-${name}.json`);
+      fs.writeFileSync(file, 'old', { mode: 0o644 });
+      writeReport(file, rep);
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      assert.equal(fs.readFileSync(file, 'utf8'), text);
+      // No leaked handles → the key is left out.
+      const clean = await setup(open);
+      assert.equal('leakedHandles' in JSON.parse(reportJson(buildReport(await checkIpam(clean.ctx)))), false);
+    });
+
+    it('borrowed and cooling-down allocations are marked; cooling down is not a leak', async () => {
+      const { ctx, store } = await setup(open);
+      const ip = await allocate(ctx, 'h-x', 'x', 'node-1');
+      // Re-label the allocation as node-2's: borrowed from node-1's block.
+      const [bkey] = await store.listKeys(keys.blockPrefix(4));
+      const b = await store.get(bkey!);
+      await seed(store, bkey!, b!.value.replace('"node":"node-1"', '"node":"node-2"'));
+      let r = await checkIpam(ctx);
+      assert.equal(r.allocations[0]!.borrowed, true);
+      assert.equal(JSON.parse(reportJson(buildReport(r))).allocations[ip][0].borrowed, true);
+      const cooled = (await store.get(bkey!))!.value.replace(/"attributes":\[[^\]]*\]/, `"attributes":[{"releasedAt":"${new Date(ctx.clock.now().getTime() - 1000).toISOString().replace(/\.\d+Z$/, 'Z')}"}]`);
+      await seed(store, bkey!, cooled);
+      r = await checkIpam(ctx);
+      assert.equal(r.allocations[0]!.coolingDown, true);
+      assert.deepEqual(r.leaked, []);
+    });
+  });
+}
