@@ -15,6 +15,6 @@ ipamctl ipam assign --host node-2 --count 2 --handle pod-b
 ipamctl ipam show --show-blocks
 first_block=$(node bin/run.js block list --host node-1 -o json | node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0,"utf8"))[0].cidr)')
 ipamctl block inspect "$first_block"
-ipamctl ipam release --handle pod-b
+ipamctl ipam release --handle pod-b --yes
 ipamctl ipam show
 echo "datastore: $IPAMCTL_DATASTORE_PATH" >&2

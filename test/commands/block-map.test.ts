@@ -12,7 +12,7 @@ const small = (): Promise<Sandbox> =>
     ['ipam', 'configure', '--ip-cooldown-seconds', '600'],
     ['reservation', 'create', 'r', '--cidr', '10.80.0.6/31'],
     ['ipam', 'assign', '--host', 'h1', '--count', '3'],
-    ['ipam', 'release', '--ip', '10.80.0.1'],
+    ['ipam', 'release', '--yes', '--ip', '10.80.0.1'],
     ['pool', 'create', 'big', '--cidr', '10.81.0.0/26'],
     ['ipam', 'assign', '--host', 'h2', '--count', '17'],
   ]);

@@ -106,7 +106,7 @@ describe('upstream-format data in etcd', {skip: etcdSkipReason}, () => {
   });
 
   test('ipam release --handle <seeded handle> frees ordinal 0 to the tail, GCs its attribute, bumps the sequence', async () => {
-    assert.equal(await run('ipam', 'release', '--handle', HANDLE), `Successfully released 1 IP address of handle ${HANDLE}: 10.65.0.0\n`);
+    assert.equal(await run('ipam', 'release', '--yes', '--handle', HANDLE), `Successfully released 1 IP address of handle ${HANDLE}: 10.65.0.0\n`);
     assert.equal(etcdValue(server, HANDLE_KEY), undefined);
     const v = etcdValue(server, BLOCK_KEY)!;
     const re = new RegExp(
@@ -123,7 +123,7 @@ describe('upstream-format data in etcd', {skip: etcdSkipReason}, () => {
   test('legacy block: old-node allocates from it (its affinity is kept) and its handle releases', async () => {
     assert.equal(await run('ipam', 'assign', '--host', 'old-node', '--handle', 'old-new'), '10.65.0.66\n');
     assert.equal(etcdValue(server, LEGACY_AFFINITY_KEY), '{"state":"confirmed","deleted":false}');
-    assert.equal(await run('ipam', 'release', '--handle', 'legacy-h'), 'Successfully released 2 IP addresses of handle legacy-h: 10.65.0.64, 10.65.0.65\n');
+    assert.equal(await run('ipam', 'release', '--yes', '--handle', 'legacy-h'), 'Successfully released 2 IP addresses of handle legacy-h: 10.65.0.64, 10.65.0.65\n');
     const b = JSON.parse(etcdValue(server, LEGACY_KEY)!);
     const owner = typeof b.affinity === 'string' ? b.affinity : b.hostAffinity ? `host:${b.hostAffinity}` : null;
     assert.equal(owner, 'host:old-node');

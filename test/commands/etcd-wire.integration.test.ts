@@ -114,7 +114,7 @@ describe('wire compatibility', {skip: etcdSkipReason}, () => {
     const before = etcdValue(server, BLOCK)!;
     const seqBefore = BigInt(/"sequenceNumber":(\d+)/.exec(before)![1]!);
     const claim = /"affinity_claim_time":"([^"]+)"/.exec(before)![1];
-    assert.equal(await run('ipam', 'release', '--handle', 'h1'), 'Successfully released 2 IP addresses of handle h1: 10.70.0.0, 10.70.0.1\n');
+    assert.equal(await run('ipam', 'release', '--yes', '--handle', 'h1'), 'Successfully released 2 IP addresses of handle h1: 10.70.0.0, 10.70.0.1\n');
     assert.equal(etcdValue(server, HANDLE), undefined);
     assert.equal(etcdValue(server, AFFINITY), '{"state":"confirmed","deleted":false}', 'the empty affine block keeps its affinity');
     const after = etcdValue(server, BLOCK)!;

@@ -48,7 +48,7 @@ describe('ipam assign', {concurrency: true}, () => {
     const assigned = lines(await sb.ok('ipam', 'assign', '--host', 'node-1', '--count', '2', '--count6', '1', '--handle', 'pod-b', '--attr', 'pod=web-0', '--attr', 'namespace=default'));
     assert.equal(assigned.length, 3);
     assert.equal(
-      await sb.ok('ipam', 'release', '--handle', 'pod-b'),
+      await sb.ok('ipam', 'release', '--yes', '--handle', 'pod-b'),
       `Successfully released 3 IP addresses of handle pod-b: ${assigned.join(', ')}\n`,
     );
     assert.equal(sb.value('/calico/ipam/v2/handle/pod-b'), undefined, 'handle deleted');

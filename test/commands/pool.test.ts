@@ -198,7 +198,7 @@ describe('pool', {concurrency: true}, () => {
     const show = await sb.ok('ipam', 'show', '--ip', '10.20.0.1');
     assert.match(show, /^IP 10\.20\.0\.1 is in use\nHandle ID: keep\n/);
     // Releasing the last addresses of the orphaned block removes it.
-    assert.match(await sb.ok('ipam', 'release', '--handle', 'keep'), /^Successfully released 2 IP addresses of handle keep/);
+    assert.match(await sb.ok('ipam', 'release', '--yes', '--handle', 'keep'), /^Successfully released 2 IP addresses of handle keep/);
     assert.deepEqual(sb.keys('/calico/ipam/v2/assignment/'), []);
   });
 

@@ -2,7 +2,8 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
 import {confirmOrRefuse} from '../../cli/prompt.js'
 import {ConflictError, ValidationError} from '../../lib/errors.js'
-import {releaseByHandle, releaseIps} from '../../lib/ipam/release.js'
+import {assertAllAssigned, releaseByHandle, releaseIps} from '../../lib/ipam/release.js'
+import {ipsByHandle} from '../../lib/ipam/query.js'
 import {executeRelease, planRelease, readReports} from '../../lib/ipam/release-report.js'
 
 const MODES = ['ip', 'handle', 'from-report']
@@ -13,8 +14,8 @@ export default class IpamRelease extends BaseCommand {
     'With --ip, every address must currently be assigned; otherwise nothing is released and the exit status is 3.\n\n' +
     'With --from-report (repeatable), the reports must come from this cluster (same cluster GUID, even with --force), at least one must have been made at the current ClusterInformation revision, and the datastore must be locked (datastore lock) unless --force is given; a report from another version is also refused without --force. Only addresses that every report lists as leaked (not in use, not cooling down) are released, each only if its sequence number still matches the report; leaked handles are deleted only if their revision still matches. Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without --yes: exit status 2, nothing changed). Exit status 4 if some addresses had changed since the report.'
   static override examples = [
-    '<%= config.bin %> <%= command.id %> --ip 10.65.0.5',
-    '<%= config.bin %> <%= command.id %> --handle pod-a',
+    '<%= config.bin %> <%= command.id %> --ip 10.65.0.5 --yes',
+    '<%= config.bin %> <%= command.id %> --handle pod-a --yes',
     '<%= config.bin %> <%= command.id %> --from-report report.json --yes',
   ]
   static override flags = {
@@ -22,7 +23,7 @@ export default class IpamRelease extends BaseCommand {
     handle: Flags.string({summary: 'Release every address of this handle and delete the handle.', exactlyOne: MODES}),
     'from-report': Flags.string({multiple: true, summary: 'Release the leaks listed in this ipam check report (repeatable: only leaks in every report).', exactlyOne: MODES}),
     force: Flags.boolean({summary: 'With --from-report: go ahead although the datastore is not locked or a report is from another version.', dependsOn: ['from-report']}),
-    yes: Flags.boolean({char: 'y', summary: 'With --from-report: do not ask for confirmation.'}),
+    yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation (needed without a terminal).'}),
   }
 
   async run(): Promise<void> {
@@ -43,11 +44,23 @@ export default class IpamRelease extends BaseCommand {
       return
     }
     if (flags.handle !== undefined) {
+      // Unknown handle → not found, before anything is asked.
+      const ips = await ipsByHandle(ctx, flags.handle)
+      if (!(await confirmOrRefuse(`Release ${ips.length} IP address${ips.length === 1 ? '' : 'es'} of handle ${flags.handle}?`, flags.yes))) {
+        this.out('Aborted; nothing was changed.\n')
+        return
+      }
       const released = await releaseByHandle(ctx, flags.handle)
       this.out(`Successfully released ${released.length} IP address${released.length === 1 ? '' : 'es'} of handle ${flags.handle}${released.length ? ': ' + released.join(', ') : ''}\n`)
       return
     }
     if (!flags.ip?.length) throw new ValidationError('give --ip ADDRESS, --handle ID or --from-report FILE')
+    // Bad input (an address that is not assigned) is reported before anything is asked.
+    await assertAllAssigned(ctx, flags.ip)
+    if (!(await confirmOrRefuse(`Release ${flags.ip.join(', ')}?`, flags.yes))) {
+      this.out('Aborted; nothing was changed.\n')
+      return
+    }
     const r = await releaseIps(ctx, flags.ip.map((ip) => ({ip})), {requireAllocated: true})
     for (const ip of r.released) this.out(`Successfully released IP address ${ip}\n`)
   }

@@ -34,6 +34,16 @@ async function blockCidrFor(ctx: Ctx, pools: Pool[], ip: Ip, blockKeys: () => Pr
   return (await blockKeys()).find((c) => containsCidr(c, {family: ip.family, base: ip.value, prefix: ip.family === 4 ? 32 : 128}))
 }
 
+/** NotFoundError naming the first address that is not currently assigned (free or cooling down). */
+export async function assertAllAssigned(ctx: Ctx, ips: readonly string[]): Promise<void> {
+  for (const raw of ips) {
+    const ip = parseIp(raw)
+    const text = formatIp(ip.family, ip.value)
+    const st = await ipStatus(ctx, text)
+    if (st.state !== 'assigned') throw new NotFoundError(`IP address ${text} is not assigned${st.state === 'cooldown' ? ' (it is in cooldown)' : ''}`)
+  }
+}
+
 /**
  * Release addresses. With `requireAllocated`, an address that is not allocated is an error and nothing is
  * released (the CLI's promise that bad input changes nothing); without it, such addresses are reported in
@@ -41,13 +51,7 @@ async function blockCidrFor(ctx: Ctx, pools: Pool[], ip: Ip, blockKeys: () => Pr
  */
 export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[], opts: {requireAllocated?: boolean} = {}): Promise<ReleaseResult> {
   const parsed = options.map((o) => ({...o, parsed: parseIp(o.ip)}))
-  if (opts.requireAllocated) {
-    for (const o of parsed) {
-      const text = formatIp(o.parsed.family, o.parsed.value)
-      const st = await ipStatus(ctx, text)
-      if (st.state !== 'assigned') throw new NotFoundError(`IP address ${text} is not assigned${st.state === 'cooldown' ? ' (it is in cooldown)' : ''}`)
-    }
-  }
+  if (opts.requireAllocated) await assertAllAssigned(ctx, options.map((o) => o.ip))
   const [cfg, pools] = await Promise.all([loadConfig(ctx), listPools(ctx)])
   let cached: Cidr[] | undefined
   const blockKeys = async () => (cached ??= (await ctx.store.listKeys(keys.blockPrefix())).map(parseBlockKey).filter((c): c is Cidr => !!c))
