@@ -1,4 +1,7 @@
+import fs from 'node:fs'
+import os from 'node:os'
 import {Flags} from '@oclif/core'
+import {netnsLiveness} from '../../lib/workload/endpoint.js'
 import {BaseCommand} from '../../cli/base.js'
 import {buildReport, type CheckAllocation, checkIpam, type CheckResult, writeReport} from '../../lib/ipam/check.js'
 
@@ -18,6 +21,9 @@ export default class IpamCheck extends BaseCommand {
     output: Flags.string({char: 'o', summary: 'Write a JSON report to this file (mode 0600).'}),
     'show-problem-ips': Flags.boolean({summary: 'List each problem address and handle.'}),
     'show-all-ips': Flags.boolean({summary: 'List every address and handle (implies --show-problem-ips).'}),
+    node: Flags.string({
+      summary: 'This machine\'s node name: its endpoints whose network namespace no longer exists count as leaked (default: the hostname).',
+    }),
   }
 
   async run(): Promise<void> {
@@ -31,7 +37,8 @@ export default class IpamCheck extends BaseCommand {
       if (tty && (done % 100 === 0 || done === total)) process.stderr.write(`\r\u001b[K${phase}… ${done}/${total}`)
     }
     if (tty) process.stderr.write('Loading IPAM data…')
-    const r = await checkIpam(ctx, {onProgress: progress})
+    const node = flags.node ?? os.hostname()
+    const r = await checkIpam(ctx, {onProgress: progress, nodeNetnsExists: netnsLiveness(node, (p) => fs.existsSync(p))})
     if (tty) process.stderr.write('\r\u001b[K')
     this.out(checkText(r, {all, problemIps}))
     if (flags.output !== undefined) writeReport(flags.output, buildReport(r))

@@ -1,7 +1,10 @@
+import fs from 'node:fs'
+import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
 import {confirmOrRefuse} from '../../cli/prompt.js'
 import {parseDuration, planGc, runGc} from '../../lib/ipam/gc.js'
+import {netnsLiveness} from '../../lib/workload/endpoint.js'
 
 export default class IpamGc extends BaseCommand {
   static override summary = 'Release leaked addresses older than a grace period and delete leaked handles.'
@@ -18,6 +21,7 @@ export default class IpamGc extends BaseCommand {
     grace: Flags.string({summary: 'Leave leaked addresses younger than this alone (Go duration).', default: '10m'}),
     'dry-run': Flags.boolean({summary: 'Only print what would be done.'}),
     yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation.'}),
+    node: Flags.string({summary: 'This machine\'s node name: its endpoints whose network namespace is gone count as leaked (default: the hostname).'}),
   }
 
   async run(): Promise<void> {
@@ -28,7 +32,8 @@ export default class IpamGc extends BaseCommand {
     // Refuse a script before doing any work, so its output is only the error.
     if (!dry && !flags.yes && !(process.stdin.isTTY && process.stdout.isTTY)) await confirmOrRefuse(question, false)
     const ctx = await this.ctx(flags)
-    const plan = await planGc(ctx, {graceMs})
+    const liveness = netnsLiveness(flags.node ?? os.hostname(), (p) => fs.existsSync(p))
+    const plan = await planGc(ctx, {graceMs, nodeNetnsExists: liveness})
     const verb = dry ? 'Would release' : 'Releasing'
     const lines: string[] = []
     for (const c of plan.ips) lines.push(`${verb} ${c.ip} (handle ${c.handle ?? '<none>'}, allocated ${c.creationTimestamp ?? 'at an unknown time'})`)
@@ -47,9 +52,10 @@ export default class IpamGc extends BaseCommand {
       this.out('Aborted; nothing was changed.\n')
       return
     }
-    const r = await runGc(ctx, plan)
+    const r = await runGc(ctx, plan, {nodeNetnsExists: liveness})
     const out = [`Released ${r.released.length} addresses; deleted ${r.deletedHandles.length} handles.`]
     if (r.skippedIps.length > 0) out.push(`Skipped ${r.skippedIps.length} addresses that changed since the scan: ${r.skippedIps.join(', ')}`)
+    if (r.deletedEndpoints.length > 0) out.push(`Deleted ${r.deletedEndpoints.length} endpoint records of pods whose network namespace is gone: ${r.deletedEndpoints.join(', ')}`)
     if (r.skippedHandles.length > 0) out.push(`Skipped ${r.skippedHandles.length} handles that changed since the scan: ${r.skippedHandles.join(', ')}`)
     this.out(`${out.join('\n')}\n`)
   }

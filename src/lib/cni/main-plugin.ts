@@ -126,6 +126,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
               ipNetworks: addresses.map(hostCidr),
               interfaceName: w.hostIfName,
               mac: w.podMac,
+              netns: a.netns,
             },
             ctx.clock.now(),
           )

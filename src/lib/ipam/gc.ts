@@ -29,6 +29,8 @@ export interface GcResult {
   skippedIps: string[]
   deletedHandles: string[]
   skippedHandles: string[]
+  /** Endpoint records of pods whose network namespace is gone (only with a liveness check). */
+  deletedEndpoints: string[]
 }
 
 const UNITS: Record<string, number> = {ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000}
@@ -82,12 +84,17 @@ export async function planGc(ctx: Ctx, opts: {graceMs: number} & Pick<CheckOptio
 }
 
 /** Carry out a plan. Anything that changed since the scan is skipped, never forced. */
-export async function runGc(ctx: Ctx, plan: GcPlan): Promise<GcResult> {
-  const out: GcResult = {released: [], skippedIps: [], deletedHandles: [], skippedHandles: []}
+export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'nodeNetnsExists'> = {}): Promise<GcResult> {
+  const out: GcResult = {released: [], skippedIps: [], deletedHandles: [], skippedHandles: [], deletedEndpoints: []}
+  const dead: {key: string; modRevision: bigint; name: string}[] = []
   // An endpoint written since the scan (a re-ADD of the same container keeps handle and sequence number)
   // makes its address live again: look once more right before releasing.
   const owned = new Set<string>()
   for (const w of await listWorkloadEndpoints(ctx.store)) {
+    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) {
+      dead.push({key: w.kv.key, modRevision: w.kv.modRevision, name: `${w.namespace}/${w.name}`})
+      continue
+    }
     for (const n of w.ipNetworks) {
       const ip = tryParseIp(n.split('/')[0]!)
       if (ip) owned.add(formatIp(ip.family, ip.value))
@@ -113,6 +120,11 @@ export async function runGc(ctx: Ctx, plan: GcPlan): Promise<GcResult> {
     const r = await ctx.store.txn([{key, modRevision: h.revision}], [{delete: key}])
     if (r.succeeded) out.deletedHandles.push(h.id)
     else out.skippedHandles.push(h.id)
+  }
+  // The pods are gone and their addresses released: their records would otherwise claim nothing forever.
+  for (const d of dead) {
+    const r = await ctx.store.txn([{key: d.key, modRevision: d.modRevision}], [{delete: d.key}])
+    if (r.succeeded) out.deletedEndpoints.push(d.name)
   }
   return out
 }

@@ -22,7 +22,11 @@ export interface WorkloadEndpoint {
   profiles: string[]
   interfaceName: string
   mac?: string
+  /** ipamctl extension (annotation): the pod's netns path, so `ipam check` can spot endpoints whose pod is gone. */
+  netns?: string
 }
+
+export const NETNS_ANNOTATION = 'ipamctl.io/netns'
 
 /** Segments joined by "-", each "-" inside a segment doubled: node-1/web-0/eth0 → node--1-k8s-web--0-eth0. */
 export function workloadEndpointName(p: {node: string; orchestrator: 'k8s' | 'cni'; pod?: string; containerId: string; ifName: string}): string {
@@ -47,7 +51,14 @@ export function encodeWorkloadEndpoint(w: WorkloadEndpoint): string {
   return encodeJson({
     kind: 'WorkloadEndpoint',
     apiVersion: 'projectcalico.org/v3',
-    metadata: {name: w.name, namespace: w.namespace, uid: w.uid, creationTimestamp: w.creationTimestamp, labels: goMap(w.labels)},
+    metadata: {
+      name: w.name,
+      namespace: w.namespace,
+      uid: w.uid,
+      creationTimestamp: w.creationTimestamp,
+      labels: goMap(w.labels),
+      annotations: w.netns ? goMap({[NETNS_ANNOTATION]: w.netns}) : undefined,
+    },
     spec: {
       orchestrator: w.orchestrator,
       node: w.node,
@@ -82,7 +93,17 @@ export function decodeWorkloadEndpoint(text: string): WorkloadEndpoint {
     profiles: Array.isArray(spec.profiles) ? spec.profiles.map(String) : [],
     interfaceName: str(spec.interfaceName),
     mac: typeof spec.mac === 'string' ? spec.mac : undefined,
+    netns: str((md.annotations as Record<string, unknown> | undefined)?.[NETNS_ANNOTATION]) || undefined,
   }
+}
+
+/**
+ * For `ipam check` on a node: an endpoint of this node whose recorded netns no longer exists has lost its pod
+ * (a runtime that never sent DEL), so its addresses count as leaked. Other nodes' endpoints, and endpoints
+ * without a recorded netns, are trusted.
+ */
+export function netnsLiveness(node: string, exists: (path: string) => boolean): (w: WorkloadEndpoint) => boolean {
+  return (w) => w.node !== node || !w.netns || exists(w.netns)
 }
 
 export async function listWorkloadEndpoints(store: Store, node?: string): Promise<(WorkloadEndpoint & {kv: KeyValue})[]> {
