@@ -105,3 +105,21 @@ describe('ipam check / ipam gc: a leak left by an ADD killed before the endpoint
     assert.match(show, /is not assigned/);
   });
 });
+
+describe('release --from-report repairs the same leak under the datastore lock', () => {
+  it('lock, check -o report, release --from-report, unlock: the leak and its handle are gone', async () => {
+    const sb = sandbox();
+    await sb.ok('pool', 'create', 'p4', '--cidr', '10.66.0.0/16');
+    const ip = await pluginAdd(sb, 'leaky2');
+    await sb.ok('datastore', 'lock');
+    const report = path.join(sb.dir, 'report.json');
+    assert.match(await sb.ok('ipam', 'check', '-o', report), /Found 1 IPs that are allocated in IPAM but not actually in use\./);
+    const out = await sb.ok('ipam', 'release', '--from-report', report, '--yes');
+    assert.match(out, /Releasing 1 old IPs\.\.\./);
+    assert.match(out, /Released 1 IPs successfully/);
+    assert.match(await sb.ok('ipam', 'show', '--ip', ip), /is not assigned/);
+    await sb.ok('datastore', 'unlock', '--yes');
+    assert.match(await sb.ok('ipam', 'check'), /Check complete; found 0 problems\./);
+    assert.deepEqual(sb.keys('/calico/ipam/v2/handle/'), []);
+  });
+});
