@@ -20,6 +20,7 @@ import { utilization } from '../../../src/lib/ipam/query.ts';
 import { keys } from '../../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
+import { ip, ipJson, netnsSkipReason, tryIp } from '../../support/netns.ts';
 
 const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.js');
 const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.js');
@@ -36,36 +37,7 @@ const RUN_OCTET = randomBytes(1)[0]!;
 const allNs = new Set<string>();
 const allLinks = new Set<string>();
 
-// ------------------------------------------------------------------------------------------------ ip(8)
-
-function ip(...args: string[]): string {
-  return execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
-function ipJson<T = any>(...args: string[]): T {
-  const out = ip('-j', ...args).trim();
-  return (out ? JSON.parse(out) : []) as T;
-}
-function tryIp(...args: string[]): void {
-  try {
-    ip(...args);
-  } catch {
-    /* already gone */
-  }
-}
-
-function skipReason(): string | undefined {
-  if (process.platform !== 'linux') return 'needs Linux network namespaces';
-  if (process.getuid?.() !== 0) return 'needs root (creates network namespaces and veths)';
-  const probe = `ipamctl-c-${RUN}-probe`;
-  try {
-    ip('netns', 'add', probe);
-  } catch (error) {
-    return `\`ip netns add\` does not work here: ${(error as Error).message.split('\n')[0]}`;
-  }
-  tryIp('netns', 'del', probe);
-  return undefined;
-}
-const SKIP = skipReason();
+const SKIP = netnsSkipReason(`ipamctl-c-${RUN}-probe`);
 const SKIP_HOST_LOCAL = SKIP ?? (fs.existsSync(path.join(HOST_LOCAL_DIR, 'host-local')) ? undefined : `${HOST_LOCAL_DIR}/host-local missing (Debian containernetworking-plugins; run scripts/install-test-deps.sh)`);
 const SKIP_CNITOOL = SKIP ?? (fs.existsSync(CNITOOL) ? undefined : `${path.relative(ROOT, CNITOOL)} missing (run scripts/install-test-deps.sh; it needs ../shared/tools/cni)`);
 

@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync, rmSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ip, ipJson, netnsSkipReason, tryIp } from '../../support/netns.ts';
 
 type Veth = typeof import('../../../src/lib/dataplane/veth.ts');
 type Netns = typeof import('../../../src/lib/dataplane/netns.ts');
@@ -21,34 +22,7 @@ const RUN_OCTET = randomBytes(1)[0]!;
 const nsNames = new Set<string>();
 const hostLinks = new Set<string>();
 
-function ip(...args: string[]): string {
-  return execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
-function ipJson<T = any>(...args: string[]): T {
-  const out = ip('-j', ...args).trim();
-  return (out ? JSON.parse(out) : []) as T;
-}
-function tryIp(...args: string[]): void {
-  try {
-    ip(...args);
-  } catch {
-    /* already gone */
-  }
-}
-
-function skipReason(): string | undefined {
-  if (process.platform !== 'linux') return 'needs Linux network namespaces';
-  if (process.getuid?.() !== 0) return 'needs root (creates network namespaces and veths)';
-  const probe = `ipamctl-t-${RUN}-probe`;
-  try {
-    ip('netns', 'add', probe);
-  } catch (error) {
-    return `\`ip netns add\` does not work here: ${(error as Error).message.split('\n')[0]}`;
-  }
-  tryIp('netns', 'del', probe);
-  return undefined;
-}
-const SKIP = skipReason();
+const SKIP = netnsSkipReason(`ipamctl-t-${RUN}-probe`);
 
 let seq = 0;
 /** A fresh named netns with lo up; deleted in `after`. */
