@@ -281,7 +281,7 @@ const entryOf = (bundle: string, compiled: string) => {
   const m = (f: string) => fs.statSync(path.join(ROOT, f), {throwIfNoEntry: false})?.mtimeMs ?? -1
   return m(bundle) >= m(compiled) ? `${bundle} (bundle)` : `${compiled} (tsc output, no fresh bundle)`
 }
-const entries = () => [entryOf('dist/cni/ipamctl-ipam.mjs', 'dist/lib/cni/ipam-main.js'), entryOf('dist/cni/ipamctl-cni.mjs', 'dist/lib/cni/cni-main.js')].join(', ')
+const entries = () => [entryOf('dist/cni/ipamctl-ipam.cjs', 'dist/lib/cni/ipam-main.js'), entryOf('dist/cni/ipamctl-cni.cjs', 'dist/lib/cni/cni-main.js')].join(', ')
 const entriesBefore = entries()
 
 const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' / ')

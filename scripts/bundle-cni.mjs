@@ -1,19 +1,20 @@
 // Bundle the two CNI plugin entries into dist/cni/ (part of `npm run build`, after tsc).
 //
 // A CNI plugin is exec'd once per pod operation, so its start-up is pod-start latency (issue 4: IPAM ADD within
-// 20 ms of `node -e 0`). Loading ~50 small ES modules one by one costs more than the plugin's work; a bundle
-// per entry (plus a few chunks the two share) is read, parsed and linked in a fraction of that. The bins
-// (bin/ipamctl-ipam.js, bin/ipamctl-cni.js) import these bundles, falling back to the tsc output when a bundle
-// is missing or older than it (a tsc-only rebuild after editing src/).
+// 20 ms of `node -e 0`). Loading many small modules one by one, and parsing and compiling them on every exec,
+// costs more than the plugin's work. So each entry becomes one CommonJS bundle, run by dist/cni/load.cjs with a
+// V8 code cache made here from a training ADD (see the end of this file). The bins (bin/ipamctl-ipam.js,
+// bin/ipamctl-cni.js) use it, falling back to the tsc output when a bundle is missing or older than it (a
+// tsc-only rebuild after editing src/).
 //
-// - Every npm package stays external (native addons and CJS: better-sqlite3, netlink, netns, etcd3, yaml…) and is
-//   loaded from node_modules as before.
-// - Lazy imports stay lazy: `splitting` turns each `import()` (store/etcd.ts → etcd3, store/settings.ts → yaml)
-//   into a separate chunk loaded only when reached. Checked below: the build fails if etcd3, cockatiel or yaml
-//   becomes statically reachable from an entry.
-// - `netlink` resolves to a shim that requires only the rtnetlink part of the package: its index also loads the
-//   nl80211, genl and WireGuard families (~270 KB of JS we never use) and makes the ESM loader lex all of it
-//   for named exports. Same objects as the package index exports; an import the shim lacks fails the build.
+// - The JavaScript of better-sqlite3 and netlink is compiled in (INLINED; their native addons still load from
+//   node_modules). Every other npm package stays external and is require()d from node_modules.
+// - Lazy imports stay lazy: esbuild turns each `import()` (store/etcd.ts → etcd3, store/settings.ts → yaml) into
+//   an init function run on first use. Checked below on the training runs: the build fails if etcd3, cockatiel or
+//   yaml is loaded by an embedded-store ADD.
+// - `netlink` resolves to a shim that takes only the rtnetlink part of the package: its index also loads the
+//   nl80211, genl and WireGuard families (~270 KB of JS we never use). Same objects as the package index
+//   exports; an import the shim lacks fails the build.
 // - Node built-ins the plugin rarely or never needs on its path are loaded on first use: node:crypto (random UUIDs
 //   for new records, the veth name hash), node:child_process (delegating to another IPAM plugin) and node:tty
 //   (VERSION only) cost 1–3 ms each to load, crypto alone ~20 internal modules. node:fs is taken with require():
@@ -22,7 +23,9 @@
 //   name fails the build until it is added here.
 // - The version string is compiled in, so the plugin does not read package.json at start.
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
+import {spawnSync} from 'node:child_process'
 import {fileURLToPath} from 'node:url'
 import {build} from 'esbuild'
 
@@ -32,13 +35,12 @@ const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 
 /** What src/lib/dataplane imports from 'netlink', taken from the modules that define it in netlink 0.3.0. */
 const NETLINK_SHIM = `
-import {createRequire} from 'node:module'
-const require = createRequire(import.meta.url)
-export const {FlagsNew} = require('netlink/dist/constants.js')
-export const {AttrStream} = require('netlink/dist/structs.js')
-export const {createRtNetlink} = require('netlink/dist/rt/rt.js')
-export const rt = require('netlink/dist/rt/structs.js')
-export const ifla = require('netlink/dist/rt/ifla.js')
+export {FlagsNew} from 'netlink/dist/constants.js'
+export {AttrStream} from 'netlink/dist/structs.js'
+export {createRtNetlink} from 'netlink/dist/rt/rt.js'
+import * as rt from 'netlink/dist/rt/structs.js'
+import * as ifla from 'netlink/dist/rt/ifla.js'
+export {rt, ifla}
 `
 
 /** Built-ins loaded on first call: module → the functions src/ imports from it. */
@@ -80,52 +82,135 @@ const netlinkShim = {
   },
 }
 
+/** npm packages compiled into the bundle (their JavaScript; native addons are still loaded from node_modules). */
+const INLINED = /^(better-sqlite3|bindings|file-uri-to-path|netlink)(\/|$)/
+/** What the inlined packages' addon finders are replaced with: the addon path is known. */
+const ADDON_SHIMS = {
+  // better-sqlite3 only calls bindings() when no `nativeBinding` is given (src/lib/store/sqlite-addon.ts).
+  bindings: `module.exports = function bindings(name) { const r = require; return r(r.resolve('better-sqlite3/package.json').replace(/package\\.json$/, 'build/Release/' + name)) }`,
+  'node-gyp-build': `module.exports = function load() { const r = require; return r('node-gyp-build')(r.resolve('netlink/package.json').replace(/package\\.json$/, '')) }`,
+}
+const packages = {
+  name: 'packages',
+  setup(b) {
+    b.onResolve({filter: /^[^./]/}, (a) => {
+      if (a.path.startsWith('node:') || a.namespace === 'addon-shim') return undefined
+      if (ADDON_SHIMS[a.path]) return {path: a.path, namespace: 'addon-shim'}
+      if (INLINED.test(a.path)) return undefined
+      return {path: a.path, external: true}
+    })
+    b.onLoad({filter: /.*/, namespace: 'addon-shim'}, (a) => ({contents: ADDON_SHIMS[a.path], loader: 'js', resolveDir: ROOT}))
+  },
+}
+
 fs.rmSync(OUT, {recursive: true, force: true})
 const ENTRIES = {'ipamctl-ipam': 'src/lib/cni/ipam-main.ts', 'ipamctl-cni': 'src/lib/cni/cni-main.ts'}
 const result = await build({
   absWorkingDir: ROOT,
   entryPoints: ENTRIES,
   outdir: OUT,
-  outExtension: {'.js': '.mjs'},
-  chunkNames: 'chunks/[name]-[hash]',
+  outExtension: {'.js': '.cjs'},
   bundle: true,
-  splitting: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
-  packages: 'external',
-  define: {__IPAMCTL_VERSION__: JSON.stringify(pkg.version)},
-  plugins: [netlinkShim, builtinShims],
+  define: {__IPAMCTL_VERSION__: JSON.stringify(pkg.version), 'import.meta.url': '__ipamctl_url'},
+  banner: {js: "const __ipamctl_url = require('node:url').pathToFileURL(__filename).href;"},
+  plugins: [netlinkShim, builtinShims, packages],
   legalComments: 'none',
   metafile: true,
   logLevel: 'warning',
 })
 
-// Lazy-import check: walk the static imports of each entry; none may reach a lazily loaded package.
-const LAZY = /^(etcd3|cockatiel|yaml)(\/|$)/
-const outputs = result.metafile.outputs
+// Lazy imports stay lazy: esbuild wraps a module reached only through import() (store/etcd.ts → etcd3, cockatiel;
+// store/settings.ts → yaml) in an init function run on the first import(). Checked on the training runs below:
+// the build fails if etcd3, cockatiel or yaml is loaded by an embedded-store ADD.
+const LAZY = /\/node_modules\/(etcd3|cockatiel|yaml)\//
+
+// Only the packages named in INLINED may be compiled in; everything else is require()d from node_modules, where
+// the plugin process test's module trace sees it (that test proves an ADD loads neither oclif nor etcd3).
+for (const input of Object.keys(result.metafile.inputs)) {
+  const m = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)
+  if (m && !INLINED.test(m[1])) {
+    fs.rmSync(OUT, {recursive: true, force: true})
+    throw new Error(`bundle-cni: ${input} was compiled into a bundle; only ${INLINED} may be`)
+  }
+}
+
+// The bins run a bundle through dist/cni/load.cjs: compiled by vm.Script with the V8 code cache made below, so
+// most of the plugin's functions (ours and the inlined packages') are not parsed or compiled at all on an exec.
+// V8 checks the cache against the source and its own version and flags; a rejected or missing cache only
+// means compiling from source, as without one.
+const LOADER = `'use strict'
+// Written by scripts/bundle-cni.mjs. Runs a plugin bundle (CommonJS) with its V8 code cache.
+const fs = require('node:fs')
+const path = require('node:path')
+const vm = require('node:vm')
+const {createRequire} = require('node:module')
+
+function run(name, withCache) {
+  const file = path.join(__dirname, name + '.cjs')
+  const source = fs.readFileSync(file, 'utf8')
+  let cachedData
+  if (withCache) {
+    try {
+      cachedData = fs.readFileSync(file + '.v8cache')
+    } catch {}
+  }
+  const script = new vm.Script('(function (exports, require, module, __filename, __dirname) {' + source + '\\n})', {filename: file, cachedData})
+  const module = {exports: {}, filename: file}
+  script.runInThisContext()(module.exports, createRequire(file), module, file, __dirname)
+  return {file, script, exports: module.exports}
+}
+
+/** The bundle's exports (main). */
+exports.load = (name) => run(name, true).exports
+
+/** Build time: run main() once without a cache, then save the cache of everything compiled by then. */
+exports.train = async (name) => {
+  const {file, script, exports: m} = run(name, false)
+  await m.main()
+  fs.writeFileSync(file + '.v8cache', script.createCachedData())
+}
+`
+fs.writeFileSync(path.join(OUT, 'load.cjs'), LOADER)
+
+// Training runs: an ADD each in a scratch datastore with one pool, lock and datastore in a temporary directory. What they compiled is what the cache holds.
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-bundle-'))
 try {
-  checkLazy()
+  const {SqliteStore} = await import(path.join(ROOT, 'dist/lib/store/sqlite.js'))
+  const {makeCtx} = await import(path.join(ROOT, 'dist/lib/ipam/context.js'))
+  const {createPools} = await import(path.join(ROOT, 'dist/lib/ipam/pool-admin.js'))
+  const store = SqliteStore.open(path.join(scratch, 'ipam.db'))
+  await createPools(makeCtx(store), [{name: 'train', cidr: '10.255.0.0/16', blockSize: 26}])
+  await store.close()
+  for (const name of Object.keys(ENTRIES)) {
+    const conf = JSON.stringify({
+      cniVersion: '1.0.0', name: 'train', type: name, nodename: 'train-node', mtu: 1500,
+      datastore_path: path.join(scratch, 'ipam.db'), ipam_lock_file: path.join(scratch, 'ipam.lock'),
+      ipam: {type: 'ipamctl-ipam', ipv4_pools: ['10.255.0.0/16']},
+    })
+    const env = {PATH: process.env.PATH, CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'train', CNI_NETNS: path.join(scratch, 'no-netns'), CNI_IFNAME: 'eth0', CNI_PATH: scratch}
+    const code = `require(${JSON.stringify(path.join(OUT, 'load.cjs'))}).train(${JSON.stringify(name)}).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
+    let r
+    if (name === 'ipamctl-cni') {
+      // Full wiring, inside a network namespace of its own (unshare(1)) that is also the "pod" netns: links,
+      // routes and sysctls are made there and vanish with it. Where that is not possible (no unshare, no user
+      // namespaces), the ADD stops at the missing netns and the cache holds less of the wiring code.
+      const unshare = process.getuid?.() === 0 ? ['-n'] : ['-r', '-n']
+      r = spawnSync('unshare', [...unshare, process.execPath, '-e', code], {env: {...env, CNI_NETNS: '/proc/self/ns/net'}, input: conf, encoding: 'utf8'})
+      if (process.env.BUNDLE_CNI_VERBOSE) console.error(name, 'in a netns:', r.error ?? r.status, r.stdout, r.stderr)
+      if (r.error || r.status !== 0 || !r.stdout.includes('"ips"')) r = undefined
+    }
+    r ??= spawnSync(process.execPath, ['-e', code], {env, input: conf, encoding: 'utf8'})
+    if (process.env.BUNDLE_CNI_VERBOSE) console.error(name, r.status, r.stdout, r.stderr)
+    const loaded = JSON.parse(/^LOADED (.*)$/m.exec(r.stderr)?.[1] ?? '[]')
+    if (loaded.some((f) => LAZY.test(f))) throw new Error(`bundle-cni: an embedded ${name} ADD loaded ${loaded.filter((f) => LAZY.test(f))}; it must stay behind import()`)
+    if (!fs.existsSync(path.join(OUT, `${name}.cjs.v8cache`))) throw new Error(`bundle-cni: no code cache for ${name}:\n${r.stdout}${r.stderr}`)
+  }
 } catch (err) {
   fs.rmSync(OUT, {recursive: true, force: true}) // the bins fall back to the tsc output rather than run this
   throw err
-}
-
-function checkLazy() {
-  for (const [file, out] of Object.entries(outputs)) {
-    // (import() targets are entry points too in the metafile: only the plugin entries are checked.)
-    if (!Object.values(ENTRIES).includes(out.entryPoint)) continue
-    const seen = new Set()
-    const walk = (f, via) => {
-      if (seen.has(f)) return
-      seen.add(f)
-      for (const imp of outputs[f]?.imports ?? []) {
-        if (imp.kind !== 'import-statement' && imp.kind !== 'require-call') continue
-        if (imp.external) {
-          if (LAZY.test(imp.path)) throw new Error(`bundle-cni: ${file} loads ${imp.path} eagerly (via ${[...via, f].join(' → ')}); it must stay behind import()`)
-        } else walk(imp.path, [...via, f])
-      }
-    }
-    walk(file, [])
-  }
+} finally {
+  fs.rmSync(scratch, {recursive: true, force: true})
 }

@@ -11,6 +11,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
+import {sqliteNativeBinding} from '../store/sqlite-addon.js'
 
 /** Longest wait for the lock before going on without it. */
 export const DEFAULT_LOCK_WAIT_MS = 30_000
@@ -32,7 +33,7 @@ export function acquireHostLock(file: string, opts: HostLockOptions = {}): Unloc
       // As upstream: still a chance the file is usable.
       log(`warning: cannot create the directory of the IPAM lock ${file}: ${(err as Error).message}`)
     }
-    db = new Database(file, {timeout: opts.waitMs ?? DEFAULT_LOCK_WAIT_MS})
+    db = new Database(file, {timeout: opts.waitMs ?? DEFAULT_LOCK_WAIT_MS, nativeBinding: sqliteNativeBinding()})
     db.exec('BEGIN EXCLUSIVE')
   } catch (err) {
     log(`warning: failed to take the host-wide IPAM lock ${file} (${(err as Error).message}); going on without it`)

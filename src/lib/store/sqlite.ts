@@ -6,6 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import {DatastoreUnavailableError} from '../errors.js'
+import {sqliteNativeBinding} from './sqlite-addon.js'
 import type {Condition, KeyValue, Store, TxnResult, WriteOp} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
@@ -56,7 +57,7 @@ export class SqliteStore implements Store {
     try {
       ensureDir(path.dirname(file))
       if (!fs.existsSync(file)) createDatabase(file)
-      db = new Database(file, {timeout: busy, fileMustExist: true})
+      db = new Database(file, {timeout: busy, fileMustExist: true, nativeBinding: sqliteNativeBinding()})
       db.pragma(`busy_timeout = ${busy}`)
       db.pragma('synchronous = FULL')
       // WAL is a property of the file, set at creation; only repair it if someone changed it since.
@@ -141,7 +142,7 @@ function createDatabase(file: string): void {
   // Our own open() so the mode is 0600 whatever the umask; SQLite gives -wal and -shm files the same mode.
   fs.closeSync(fs.openSync(tmp, 'wx', 0o600))
   try {
-    const db = new Database(tmp)
+    const db = new Database(tmp, {nativeBinding: sqliteNativeBinding()})
     db.pragma('journal_mode = WAL')
     db.exec(SCHEMA)
     db.close()
