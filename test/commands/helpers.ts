@@ -7,7 +7,8 @@
 // - fixture(): a store prepared once per process by running CLI commands, copied into each sandbox that
 //   needs it (copying a file is far cheaper than re-running the setup commands).
 import assert from 'node:assert/strict';
-import {execFileSync, spawn} from 'node:child_process';
+import {runProcess} from '../support/process.ts';
+import {execFileSync} from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -131,21 +132,7 @@ export function runCli(db: string, args: readonly string[], opts: RunOptions = {
     if (v === undefined) delete env[k];
     else env[k] = v;
   }
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe']});
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), status});
-    });
-    child.stdin.on('error', () => {}); // the CLI may exit without reading stdin
-    child.stdin.end(opts.input ?? '');
-  });
+  return runProcess(process.execPath, [BIN, ...args], {cwd: ROOT, env, stdin: opts.input}).then((r) => ({stdout: r.stdout, stderr: r.stderr, status: r.code}));
 }
 
 // ---------------------------------------------------------------------------------------------- sandboxes

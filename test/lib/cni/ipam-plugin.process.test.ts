@@ -1,8 +1,8 @@
 // Black-box tests of the REAL plugin executable: `node bin/ipamctl-ipam.js` is started the way a container
 // runtime starts a CNI plugin (a clean environment with the CNI_* variables, the netconf on stdin) against a
 // temp embedded datastore named by the netconf's `datastore_path`. The datastore is inspected in-process.
+import { type ProcResult, runProcess } from '../../support/process.ts';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,33 +21,13 @@ const NET = 'k8s-pod-network';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-cni-proc-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-interface Proc {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
+type Proc = ProcResult;
 
 /** Start a process with exactly `env` (plus PATH), write `stdin`, collect everything. */
 function exec(args: readonly string[], env: Record<string, string | undefined>, stdin = ''): Promise<Proc> {
   const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH };
   for (const [k, v] of Object.entries(env)) if (v !== undefined) clean[k] = v;
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: clean, stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), ms: performance.now() - t0 });
-    });
-    child.stdin.on('error', () => {});
-    child.stdin.end(stdin);
-  });
+  return runProcess(process.execPath, args, { cwd: ROOT, env: clean, stdin });
 }
 
 interface Sandbox {

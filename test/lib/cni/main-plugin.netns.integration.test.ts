@@ -6,6 +6,7 @@
 // (/usr/lib/cni) and libcni's driving of the plugin through cnitool (.cache/cni-tools/bin/cnitool, built by
 // scripts/install-test-deps.sh). Needs root and a working `ip netns`; skipped with a reason otherwise. Every namespace
 // and host veth a test makes is removed by that test's `after` hook, also when it fails, and again by the file's.
+import { type ProcResult, runProcess } from '../../support/process.ts';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
@@ -57,32 +58,14 @@ const hostRoutes = (addr: string): any[] => ipJson<any[]>(addr.includes(':') ? '
 
 // ------------------------------------------------------------------------------------------------ processes
 
-interface Proc {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Proc = ProcResult;
 
 /** Start `file` (a node script is run with this node) with exactly `env` plus a PATH that has node on it. */
 function exec(file: string, env: Record<string, string | undefined>, stdin = '', args: string[] = []): Promise<Proc> {
   const clean: NodeJS.ProcessEnv = { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}` };
   for (const [k, v] of Object.entries(env)) if (v !== undefined) clean[k] = v;
   const [cmd, argv] = file.endsWith('.js') ? [process.execPath, [file, ...args]] : [file, args];
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { cwd: ROOT, env: clean, stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
-    });
-    child.stdin.on('error', () => {});
-    child.stdin.end(stdin);
-  });
+  return runProcess(cmd, argv, { cwd: ROOT, env: clean, stdin });
 }
 
 function ok(p: Proc, what = 'plugin'): any {
