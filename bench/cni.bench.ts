@@ -22,8 +22,8 @@ import {SqliteStore} from '../src/lib/store/sqlite.ts'
 import type {Store} from '../src/lib/store/store.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.js')
-const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.js')
+const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')
+const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs')
 const CNI_DIR = '/usr/lib/cni'
 const RUNS = Number(process.env.BENCH_RUNS ?? 30)
 const WARMUP = 3
@@ -214,13 +214,13 @@ const rows: Row[] = [
   ),
 ]
 
-// Optional: another build of ipamctl (a directory with bin/ipamctl-ipam.js and bin/ipamctl-cni.js, e.g. a copy of
+// Optional: another build of ipamctl (a directory with bin/ipamctl-ipam.cjs and bin/ipamctl-cni.cjs, e.g. a copy of
 // an older dist/ and bin/ with node_modules linked) measured in the same run, for before/after comparisons.
 const BASELINE = process.env.BENCH_BASELINE
 if (BASELINE) {
-  const ipamBin = path.join(BASELINE, 'bin', 'ipamctl-ipam.js')
-  const cniBin = path.join(BASELINE, 'bin', 'ipamctl-cni.js')
-  need(fs.existsSync(ipamBin) && fs.existsSync(cniBin), `BENCH_BASELINE=${BASELINE} has no bin/ipamctl-ipam.js and bin/ipamctl-cni.js`)
+  const ipamBin = path.join(BASELINE, 'bin', 'ipamctl-ipam.cjs')
+  const cniBin = path.join(BASELINE, 'bin', 'ipamctl-cni.cjs')
+  need(fs.existsSync(ipamBin) && fs.existsSync(cniBin), `BENCH_BASELINE=${BASELINE} has no bin/ipamctl-ipam.cjs and bin/ipamctl-cni.cjs`)
   rows.push(
     ...addDel(
       '(baseline) `ipamctl-ipam`',

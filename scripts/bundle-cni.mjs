@@ -3,8 +3,8 @@
 // A CNI plugin is exec'd once per pod operation, so its start-up is pod-start latency (issue 4: IPAM ADD within
 // 20 ms of `node -e 0`). Loading many small modules one by one, and parsing and compiling them on every exec,
 // costs more than the plugin's work. So each entry becomes one CommonJS bundle, run by dist/cni/load.cjs with a
-// V8 code cache made here from a training ADD (see the end of this file). The bins (bin/ipamctl-ipam.js,
-// bin/ipamctl-cni.js) use it, falling back to the tsc output when a bundle is missing or older than it (a
+// V8 code cache made here from a training ADD (see the end of this file). The bins (bin/ipamctl-ipam.cjs,
+// bin/ipamctl-cni.cjs) use it, falling back to the tsc output when a bundle is missing or older than it (a
 // tsc-only rebuild after editing src/).
 //
 // - The JavaScript of better-sqlite3 and netlink is compiled in (INLINED; their native addons still load from
@@ -15,9 +15,9 @@
 // - `netlink` resolves to a shim that takes only the rtnetlink part of the package: its index also loads the
 //   nl80211, genl and WireGuard families (~270 KB of JS we never use). Same objects as the package index
 //   exports; an import the shim lacks fails the build.
-// - Node built-ins the plugin rarely or never needs on its path are loaded on first use: node:crypto (random UUIDs
-//   for new records, the veth name hash), node:child_process (delegating to another IPAM plugin) and node:tty
-//   (VERSION only) cost 1–3 ms each to load, crypto alone ~20 internal modules. node:fs is taken with require():
+// - Node built-ins the plugin rarely or never needs on its path are loaded on first use: node:child_process
+//   (delegating to another IPAM plugin) and node:tty (VERSION only) cost 1–3 ms each to load. src/ does not use
+//   node:crypto at all (random.ts, codec/sha1.ts): loading it was ~5 ms of a full-wiring ADD. node:fs is taken with require():
 //   an ES import of a built-in builds an ES facade that reads every export, and fs's lazy ReadStream/WriteStream/
 //   promises getters then load the whole stream stack. The shims export exactly the names src/ imports; a new
 //   name fails the build until it is added here.
@@ -26,6 +26,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {spawnSync} from 'node:child_process'
+import {createRequire} from 'node:module'
 import {fileURLToPath} from 'node:url'
 import {build} from 'esbuild'
 
@@ -45,7 +46,6 @@ export {rt, ifla}
 
 /** Built-ins loaded on first call: module → the functions src/ imports from it. */
 const LAZY_BUILTINS = {
-  'node:crypto': ['createHash', 'randomBytes', 'randomUUID'],
   'node:child_process': ['execFileSync', 'spawn'],
   'node:tty': ['isatty'],
 }
@@ -88,7 +88,23 @@ const INLINED = /^(better-sqlite3|bindings|file-uri-to-path|netlink)(\/|$)/
 const ADDON_SHIMS = {
   // better-sqlite3 only calls bindings() when no `nativeBinding` is given (src/lib/store/sqlite-addon.ts).
   bindings: `module.exports = function bindings(name) { const r = require; return r(r.resolve('better-sqlite3/package.json').replace(/package\\.json$/, 'build/Release/' + name)) }`,
-  'node-gyp-build': `module.exports = function load() { const r = require; return r('node-gyp-build')(r.resolve('netlink/package.json').replace(/package\\.json$/, '')) }`,
+  // node-gyp-build searches prebuilds/ and build/ for a match on every start (~1.5 ms with the stream modules its
+  // search loads); the build already knows which file it picks on this machine, and asks it again only if that
+  // file is gone (node_modules rebuilt for another platform without rebuilding dist/).
+  'node-gyp-build': `const path = require('node:path')
+module.exports = function load() {
+  const r = require
+  const dir = path.dirname(r.resolve('netlink/package.json'))
+  try { return r(path.join(dir, ${JSON.stringify(netlinkAddon())})) } catch (e) { if (e.code !== 'MODULE_NOT_FOUND') throw e }
+  return r('node-gyp-build')(dir)
+}`,
+}
+
+/** netlink's native addon, relative to its package directory, as node-gyp-build resolves it here. */
+function netlinkAddon() {
+  const req = createRequire(path.join(ROOT, 'package.json'))
+  const dir = path.dirname(req.resolve('netlink/package.json'))
+  return path.relative(dir, req('node-gyp-build').path(dir))
 }
 const packages = {
   name: 'packages',

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { assertRejected, ensureBuilt, ROOT, sandbox, type Sandbox } from './helpers.ts';
 
-const PLUGIN = path.join(ROOT, 'bin', 'ipamctl-ipam.js');
+const PLUGIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
 const NET = 'k8s-pod-network';
 
 /** A CNI ADD by the real IPAM plugin, exactly as the main plugin would exec it; returns the address. */

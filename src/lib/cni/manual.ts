@@ -2,7 +2,7 @@
 // network namespace without a container runtime. Same code path as ipamctl-cni, run in-process with the
 // CLI's datastore settings.
 import {execFileSync} from 'node:child_process'
-import {randomBytes} from 'node:crypto'
+import {randomHex} from '../random.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import {DatastoreUnavailableError, IpamError, ValidationError} from '../errors.js'
@@ -59,7 +59,7 @@ function loadConf(req: ManualRequest): Record<string, unknown> {
 function containerIdFor(req: ManualRequest): string {
   if (req.containerId) return req.containerId
   const base = path.basename(req.netns).replace(/[^A-Za-z0-9_.-]/g, '-')
-  return /^[A-Za-z0-9]/.test(base) ? `ipamctl-${base}` : `ipamctl-${randomBytes(6).toString('hex')}`
+  return /^[A-Za-z0-9]/.test(base) ? `ipamctl-${base}` : `ipamctl-${randomHex(6)}`
 }
 
 function cmdArgs(req: ManualRequest, command: 'ADD' | 'DEL' | 'CHECK', config: Record<string, unknown>): CmdArgs {
@@ -140,8 +140,8 @@ export async function manualCheck(req: ManualRequest): Promise<void> {
 export function installPlugins(dir: string, opts: {asCalico: boolean; force: boolean}): {name: string; target: string}[] {
   const binDir = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../bin')
   const plan = [
-    {name: opts.asCalico ? 'calico' : 'ipamctl-cni', target: path.join(binDir, 'ipamctl-cni.js')},
-    {name: opts.asCalico ? 'calico-ipam' : 'ipamctl-ipam', target: path.join(binDir, 'ipamctl-ipam.js')},
+    {name: opts.asCalico ? 'calico' : 'ipamctl-cni', target: path.join(binDir, 'ipamctl-cni.cjs')},
+    {name: opts.asCalico ? 'calico-ipam' : 'ipamctl-ipam', target: path.join(binDir, 'ipamctl-ipam.cjs')},
   ]
   fs.mkdirSync(dir, {recursive: true})
   for (const p of plan) {

@@ -1,6 +1,6 @@
 // Interface names. The host veth name must match upstream Calico's exactly: Felix finds a workload's interface by
 // recomputing it from the same inputs (reference §5.6 step 5).
-import {createHash} from 'node:crypto'
+import {sha1Hex} from '../codec/sha1.js'
 
 export const DEFAULT_INTERFACE_PREFIX = 'cali'
 
@@ -20,7 +20,7 @@ export interface HostVethNameArgs {
 export function hostVethName({namespace, pod, containerId, prefix = DEFAULT_INTERFACE_PREFIX}: HostVethNameArgs): string {
   // As upstream: the suffix is cut to 11 characters, the prefix is not, so a prefix longer than 4 characters gives
   // a name the kernel refuses; wirePod reports that as InvalidInterfaceNameError rather than silently cutting it.
-  if (namespace && pod) return prefix + createHash('sha1').update(`${namespace}.${pod}`).digest('hex').slice(0, 11)
+  if (namespace && pod) return prefix + sha1Hex(`${namespace}.${pod}`).slice(0, 11)
   return prefix + containerId.slice(0, 11)
 }
 

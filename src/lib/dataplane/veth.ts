@@ -111,13 +111,13 @@ export async function wirePod(req: WireRequest): Promise<WireResult> {
       if (ip && (await addHostRoute(host, ip, created))) routesAdded.push(ip)
     }
 
-    const finalPod = await mustFindLink(pod, r.ifName, 'pod')
+    // The pod link as read right after creation: its MAC and MTU were fixed then (nothing here changes them).
     return {
       hostIfName: r.hostIfName,
       hostMac: formatMac(hostMac),
       podIfName: r.ifName,
-      podMac: formatMac(finalPod.attrs.address),
-      mtu: finalPod.attrs.mtu ?? 0,
+      podMac: formatMac(podLink.attrs.address),
+      mtu: podLink.attrs.mtu ?? 0,
       sandbox: req.netns,
       warnings,
     }

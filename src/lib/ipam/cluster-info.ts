@@ -1,7 +1,7 @@
 // ClusterInformation `default`: the cluster's GUID (reports carry it so they are never applied to another
 // cluster) and `datastoreReady`, which is upstream's datastore lock (false = locked). Its revision is what
 // `ipam check` reports record, so a report made while the lock was held can be told from a stale one.
-import {randomBytes, randomUUID} from 'node:crypto'
+import {randomHex, randomUuid} from '../random.js'
 import {encodeJson, type JsonValue, parseJson} from '../codec/gojson.js'
 import {RevisionConflict, ValidationError} from '../errors.js'
 import {keys} from '../store/keys.js'
@@ -49,9 +49,9 @@ function newRecord(now: Date, ready: boolean): string {
   return encodeJson({
     kind: 'ClusterInformation',
     apiVersion: 'projectcalico.org/v3',
-    metadata: {name: 'default', uid: randomUUID(), creationTimestamp: rfc3339(now)},
+    metadata: {name: 'default', uid: randomUuid(), creationTimestamp: rfc3339(now)},
     // Upstream's GUID is a UUID without dashes: 32 lower-case hex digits.
-    spec: {clusterGUID: randomBytes(16).toString('hex'), clusterType: 'ipamctl', datastoreReady: ready},
+    spec: {clusterGUID: randomHex(16), clusterType: 'ipamctl', datastoreReady: ready},
   })
 }
 

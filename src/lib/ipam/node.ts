@@ -1,5 +1,5 @@
 // Node records: pools' nodeSelectors match against their labels. Created on first use of a host name.
-import {randomUUID} from 'node:crypto'
+import {randomUuid} from '../random.js'
 import {encodeJson, goMap, type JsonValue, parseJson} from '../codec/gojson.js'
 import {ValidationError} from '../errors.js'
 import {isValidHostName, keys} from '../store/keys.js'
@@ -46,7 +46,7 @@ export function decodeNode(text: string): NodeRecord {
 }
 
 export function newNode(name: string, labels: Record<string, string>, now: Date): NodeRecord {
-  return {name, uid: randomUUID(), creationTimestamp: rfc3339(now), labels}
+  return {name, uid: randomUuid(), creationTimestamp: rfc3339(now), labels}
 }
 
 export async function getNode(store: Store, host: string): Promise<NodeRecord | undefined> {

@@ -1,5 +1,5 @@
 // IPPool resources: defaults and validation as upstream applies them, and their stored v3 JSON form.
-import {randomUUID} from 'node:crypto'
+import {randomUuid} from '../random.js'
 import {encodeJson, goMap, type JsonValue, parseJson} from '../codec/gojson.js'
 import {ValidationError} from '../errors.js'
 import {type Cidr, formatCidr, overlaps, parseCidr} from '../net/cidr.js'
@@ -122,7 +122,7 @@ export function normalizePool(input: PoolInput): {name: string; labels?: Record<
 }
 
 export function newPool(input: PoolInput, now: Date): Pool {
-  return {...normalizePool(input), uid: randomUUID(), creationTimestamp: rfc3339(now)}
+  return {...normalizePool(input), uid: randomUuid(), creationTimestamp: rfc3339(now)}
 }
 
 /** The v3 resource as Calico stores it (Go field order; undefined = omitted, as omitempty does). */

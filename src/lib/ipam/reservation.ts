@@ -1,6 +1,6 @@
 // IPReservation resources: CIDRs that new allocations must never use (existing allocations are left alone),
 // their stored v3 JSON form, and a matcher the allocator and the utilization report consult.
-import {randomUUID} from 'node:crypto'
+import {randomUuid} from '../random.js'
 import {encodeJson, type JsonValue, parseJson} from '../codec/gojson.js'
 import {ConflictError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
 import {type Cidr, type Family, formatCidr, type Ip, lastAddress, parseCidrOrIp} from '../net/cidr.js'
@@ -45,7 +45,7 @@ export function normalizeReservation(input: ReservationInput): {name: string; re
 }
 
 export function newReservation(input: ReservationInput, now: Date): Reservation {
-  return {...normalizeReservation(input), uid: randomUUID(), creationTimestamp: rfc3339(now)}
+  return {...normalizeReservation(input), uid: randomUuid(), creationTimestamp: rfc3339(now)}
 }
 
 /** The v3 resource as Calico stores it (Go field order). */

@@ -1,6 +1,6 @@
 // WorkloadEndpoint records: what the CNI plugin writes for each wired pod, so `ipam check` can tell a live
 // address from a leaked one. Stored in Calico's v3 resource layout (reference §2.1, §5.3).
-import {randomUUID} from 'node:crypto'
+import {randomUuid} from '../random.js'
 import {encodeJson, goMap, parseJson} from '../codec/gojson.js'
 import {keys} from '../store/keys.js'
 import type {KeyValue, Store} from '../store/store.js'
@@ -40,7 +40,7 @@ export const endpointKey = (namespace: string, name: string): string => `${keys.
 export function newWorkloadEndpoint(p: Omit<WorkloadEndpoint, 'uid' | 'creationTimestamp' | 'labels' | 'profiles'>, now: Date): WorkloadEndpoint {
   return {
     ...p,
-    uid: randomUUID(),
+    uid: randomUuid(),
     creationTimestamp: rfc3339(now),
     labels: {'projectcalico.org/namespace': p.namespace, 'projectcalico.org/orchestrator': p.orchestrator},
     profiles: p.orchestrator === 'k8s' ? [`kns.${p.namespace}`] : [],

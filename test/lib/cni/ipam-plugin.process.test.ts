@@ -1,4 +1,4 @@
-// Black-box tests of the REAL plugin executable: `node bin/ipamctl-ipam.js` is started the way a container
+// Black-box tests of the REAL plugin executable: `node bin/ipamctl-ipam.cjs` is started the way a container
 // runtime starts a CNI plugin (a clean environment with the CNI_* variables, the netconf on stdin) against a
 // temp embedded datastore named by the netconf's `datastore_path`. The datastore is inspected in-process.
 import { type ProcResult, runProcess } from '../../support/process.ts';
@@ -14,7 +14,7 @@ import { keys } from '../../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
 
-const BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.js');
+const BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
 const TRACE = path.join(ROOT, 'test', 'lib', 'cni', 'fixtures', 'trace-modules.mjs');
 const NET = 'k8s-pod-network';
 

@@ -1,4 +1,4 @@
-// The REAL main plugin executable (`node bin/ipamctl-cni.js`) wiring real pods: every test makes its own network
+// The REAL main plugin executable (`node bin/ipamctl-cni.cjs`) wiring real pods: every test makes its own network
 // namespaces (`ip netns add ipamctl-c-…`) and a temp embedded datastore with a pool in a private range
 // (10.198.<n>.0/24 and fd00:198::<n>:0/112, one per datastore, so two live pods never share an address), starts the
 // plugin the way a container runtime does (a clean environment with the CNI_* variables, the netconf on stdin), and
@@ -23,8 +23,8 @@ import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
 import { ip, ipJson, netnsSkipReason, tryIp } from '../../support/netns.ts';
 
-const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.js');
-const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.js');
+const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs');
+const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
 const CNITOOL = path.join(ROOT, '.cache', 'cni-tools', 'bin', 'cnitool');
 const HOST_LOCAL_DIR = '/usr/lib/cni';
 const NET = 'k8s-pod-network';
