@@ -155,10 +155,18 @@ interface Row {
   ms: number[]
   /** Compared against a target: ms over `node -e 0`. */
   target?: number
+  /** Compared against a target: at most this many times `node -e 0`. */
+  ratioTarget?: number
 }
 
 function row(label: string, once: Row['once'], target?: number): Row {
   return {label, once, ms: [], target}
+}
+
+/** The CLI (bin/run.cjs) with `args`, which must succeed. */
+const CLI_BIN = path.join(ROOT, 'bin', 'run.cjs')
+function cliRow(label: string, args: readonly string[], ratioTarget?: number): Row {
+  return {...row(label, (_, time) => time(() => ok(`ipamctl ${args.join(' ')}`, run(NODE, [CLI_BIN, ...args], {NO_COLOR: '1'})))), ratioTarget}
 }
 
 /** A pair of rows (ADD, DEL) sharing one container per round. */
@@ -184,6 +192,9 @@ const rows: Row[] = [
   // No CNI_COMMAND: the plugin loads everything, prints its about line and exits. Start-up alone.
   row('`ipamctl-ipam` load only (no CNI_COMMAND)', (_, time) => time(() => ok('ipamctl-ipam about', run(NODE, [IPAM_BIN])))),
   row('`ipamctl-cni` load only (no CNI_COMMAND)', (_, time) => time(() => ok('ipamctl-cni about', run(NODE, [CNI_BIN])))),
+  cliRow('`ipamctl --version`', ['--version']),
+  cliRow('`ipamctl --help`', ['--help'], 2.5),
+  cliRow('`ipamctl ipam show` (small embedded store)', ['ipam', 'show', '--datastore-path', db]),
   ...addDel(
     '`ipamctl-ipam`',
     (i) => added('ipamctl-ipam ADD', run(NODE, [IPAM_BIN], cniEnv('ADD', `ipam-${i}`, '/var/run/netns/unused'), IPAM_CONF), '10.194.'),
@@ -276,12 +287,13 @@ const quantile = (xs: number[], q: number) => {
 }
 const median = (xs: number[]) => quantile(xs, 0.5)
 
-/** What bin/ipamctl-*.js load: the bundle unless the tsc output is newer (see the bins). */
+/** What the bins load: the bundle unless the tsc output is newer (see bin/plugin.cjs, bin/run.cjs). */
 const entryOf = (bundle: string, compiled: string) => {
   const m = (f: string) => fs.statSync(path.join(ROOT, f), {throwIfNoEntry: false})?.mtimeMs ?? -1
   return m(bundle) >= m(compiled) ? `${bundle} (bundle)` : `${compiled} (tsc output, no fresh bundle)`
 }
-const entries = () => [entryOf('dist/cni/ipamctl-ipam.cjs', 'dist/lib/cni/ipam-main.js'), entryOf('dist/cni/ipamctl-cni.cjs', 'dist/lib/cni/cni-main.js')].join(', ')
+const entries = () =>
+  [entryOf('dist/cni/ipamctl-ipam.cjs', 'dist/lib/cni/ipam-main.js'), entryOf('dist/cni/ipamctl-cni.cjs', 'dist/lib/cni/cni-main.js'), entryOf('dist/cli-bundle/ipamctl.cjs', 'dist/cli/base.js')].join(', ')
 const entriesBefore = entries()
 
 const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' / ')
@@ -308,7 +320,7 @@ const debVersion = (() => {
 })()
 const nodeMedian = median(rows.find((r) => r.label === '`node -e 0`')!.ms)
 
-console.log(`## CNI plugin start-to-exit latency (${new Date().toISOString().slice(0, 10)})\n`)
+console.log(`## Process start: CNI plugins and CLI, start to exit (${new Date().toISOString().slice(0, 10)})\n`)
 console.log(
   `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. ` +
     `Date: ${new Date().toISOString().slice(0, 10)}. containernetworking-plugins ${debVersion}${etcd ? `, ${etcd.version}` : ''}. ` +
@@ -322,9 +334,13 @@ for (const r of rows) {
   const over = r.label === '`node -e 0`' ? '–' : `${m - nodeMedian >= 0 ? '+' : ''}${(m - nodeMedian).toFixed(1)} ms`
   console.log(`| ${r.label} | ${m.toFixed(1)} ms | ${quantile(r.ms, 0.9).toFixed(1)} ms | ${over} |`)
 }
-console.log('\nTargets (issue 4), on the medians:')
+console.log('\nTargets (issues 4 and 6), on the medians:')
 for (const r of rows.filter((x) => x.target !== undefined)) {
   const over = median(r.ms) - nodeMedian
   console.log(`- ${r.label} within ${r.target} ms of \`node -e 0\`: ${over.toFixed(1)} ms — ${over <= r.target! ? '**met**' : '**not met**'}`)
+}
+for (const r of rows.filter((x) => x.ratioTarget !== undefined)) {
+  const ratio = median(r.ms) / nodeMedian
+  console.log(`- ${r.label} at most ${r.ratioTarget} × \`node -e 0\`: ${ratio.toFixed(2)} × — ${ratio <= r.ratioTarget! ? '**met**' : '**not met**'}`)
 }
 console.log('')

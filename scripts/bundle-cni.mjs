@@ -2,7 +2,7 @@
 //
 // A CNI plugin is exec'd once per pod operation, so its start-up is pod-start latency (issue 4: IPAM ADD within
 // 20 ms of `node -e 0`). Loading many small modules one by one, and parsing and compiling them on every exec,
-// costs more than the plugin's work. So each entry becomes one CommonJS bundle, run by dist/cni/load.cjs with a
+// costs more than the plugin's work. So each entry becomes one CommonJS bundle, run by bin/load-bundle.cjs with a
 // V8 code cache made here from a training ADD (see the end of this file). The bins (bin/ipamctl-ipam.cjs,
 // bin/ipamctl-cni.cjs) use it, falling back to the tsc output when a bundle is missing or older than it (a
 // tsc-only rebuild after editing src/).
@@ -153,43 +153,8 @@ for (const input of Object.keys(result.metafile.inputs)) {
   }
 }
 
-// The bins run a bundle through dist/cni/load.cjs: compiled by vm.Script with the V8 code cache made below, so
-// most of the plugin's functions (ours and the inlined packages') are not parsed or compiled at all on an exec.
-// V8 checks the cache against the source and its own version and flags; a rejected or missing cache only
-// means compiling from source, as without one.
-const LOADER = `'use strict'
-// Written by scripts/bundle-cni.mjs. Runs a plugin bundle (CommonJS) with its V8 code cache.
-const fs = require('node:fs')
-const path = require('node:path')
-const vm = require('node:vm')
-const {createRequire} = require('node:module')
-
-function run(name, withCache) {
-  const file = path.join(__dirname, name + '.cjs')
-  const source = fs.readFileSync(file, 'utf8')
-  let cachedData
-  if (withCache) {
-    try {
-      cachedData = fs.readFileSync(file + '.v8cache')
-    } catch {}
-  }
-  const script = new vm.Script('(function (exports, require, module, __filename, __dirname) {' + source + '\\n})', {filename: file, cachedData})
-  const module = {exports: {}, filename: file}
-  script.runInThisContext()(module.exports, createRequire(file), module, file, __dirname)
-  return {file, script, exports: module.exports}
-}
-
-/** The bundle's exports (main). */
-exports.load = (name) => run(name, true).exports
-
-/** Build time: run main() once without a cache, then save the cache of everything compiled by then. */
-exports.train = async (name) => {
-  const {file, script, exports: m} = run(name, false)
-  await m.main()
-  fs.writeFileSync(file + '.v8cache', script.createCachedData())
-}
-`
-fs.writeFileSync(path.join(OUT, 'load.cjs'), LOADER)
+// The bins run a bundle through bin/load-bundle.cjs, with the V8 code cache the training runs below make.
+const LOADER = path.join(ROOT, 'bin', 'load-bundle.cjs')
 
 // Training runs: an ADD each in a scratch datastore with one pool, lock and datastore in a temporary directory. What they compiled is what the cache holds.
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-bundle-'))
@@ -207,7 +172,7 @@ try {
       ipam: {type: 'ipamctl-ipam', ipv4_pools: ['10.255.0.0/16']},
     })
     const env = {PATH: process.env.PATH, CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'train', CNI_NETNS: path.join(scratch, 'no-netns'), CNI_IFNAME: 'eth0', CNI_PATH: scratch}
-    const code = `require(${JSON.stringify(path.join(OUT, 'load.cjs'))}).train(${JSON.stringify(name)}).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
+    const code = `require(${JSON.stringify(LOADER)}).train(${JSON.stringify(path.join(OUT, name + '.cjs'))}, (m) => m.main()).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
     let r
     if (name === 'ipamctl-cni') {
       // Full wiring, inside a network namespace of its own (unshare(1)) that is also the "pod" netns: links,

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export IPAMCTL_DATASTORE_PATH="${IPAMCTL_DATASTORE_PATH:-$PWD/demo-data/ipam.db}"
 rm -f "$IPAMCTL_DATASTORE_PATH" "$IPAMCTL_DATASTORE_PATH-wal" "$IPAMCTL_DATASTORE_PATH-shm"
-ipamctl() { echo "\$ ipamctl $*" >&2; node bin/run.js "$@"; }
+ipamctl() { echo "\$ ipamctl $*" >&2; node bin/run.cjs "$@"; }
 
 ipamctl pool create default-ipv4 --cidr 10.65.0.0/16
 ipamctl pool create default-ipv6 --cidr fd80:24e2:f998:72d6::/64
@@ -13,7 +13,7 @@ ipamctl pool list
 ipamctl ipam assign --host node-1 --count 3 --count6 1 --handle pod-a
 ipamctl ipam assign --host node-2 --count 2 --handle pod-b
 ipamctl ipam show --show-blocks
-first_block=$(node bin/run.js block list --host node-1 -o json | node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0,"utf8"))[0].cidr)')
+first_block=$(node bin/run.cjs block list --host node-1 -o json | node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0,"utf8"))[0].cidr)')
 ipamctl block inspect "$first_block"
 ipamctl ipam release --handle pod-b --yes
 ipamctl ipam show

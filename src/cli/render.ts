@@ -1,5 +1,5 @@
 // Machine-readable output for every read command: exact integers (IPv6 counts exceed 2^53).
-import {stringify as yamlStringify} from 'yaml'
+import {loadYaml} from '../lib/codec/yaml.js'
 
 export type OutputFormat = 'table' | 'json' | 'yaml'
 
@@ -11,7 +11,7 @@ export function toJson(data: unknown): string {
 }
 
 export function toYaml(data: unknown): string {
-  return yamlStringify(data)
+  return loadYaml().stringify(data)
 }
 
 /** Render `data` as JSON or YAML, or call `table` for the human layout. */

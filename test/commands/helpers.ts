@@ -1,4 +1,4 @@
-// Black-box helpers for the command tests: every test runs the REAL binary (`node bin/run.js …`) as a
+// Black-box helpers for the command tests: every test runs the REAL binary (`node bin/run.cjs …`) as a
 // child process against its own SQLite datastore in a fresh temp dir, and reads that file directly (read
 // only) to check what the command did or did not write.
 //
@@ -16,7 +16,7 @@ import {fileURLToPath} from 'node:url';
 import Database from 'better-sqlite3';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = path.join(ROOT, 'bin', 'run.js');
+const BIN = path.join(ROOT, 'bin', 'run.cjs');
 const SRC = path.join(ROOT, 'src');
 const DIST = path.join(ROOT, 'dist');
 
@@ -120,7 +120,7 @@ let spawns = 0;
 /** How many CLI processes this test process has started (to keep the suite's cost in check). */
 export const spawnCount = () => spawns;
 
-/** Run `node bin/run.js ...args` with the given datastore file. */
+/** Run `node bin/run.cjs ...args` with the given datastore file. */
 export function runCli(db: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   ensureBuilt();
   spawns++;

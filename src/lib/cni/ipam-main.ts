@@ -3,20 +3,14 @@
 // etcdv3 — a plugin is exec'd once per pod operation, so start-up time is latency (stack-and-style.md).
 // The bins run these entries bundled (scripts/bundle-cni.mjs); BENCHMARKS.md has the numbers.
 import fs from 'node:fs'
+import {packageVersion} from '../package-root.js'
 import {ipamPlugin} from './ipam-plugin.js'
 import {type PluginIo, pluginMain, processIo} from './skel.js'
 
 /** Compiled in by scripts/bundle-cni.mjs; the plain tsc output reads package.json instead. */
 declare const __IPAMCTL_VERSION__: string | undefined
 
-function version(): string {
-  if (typeof __IPAMCTL_VERSION__ === 'string') return __IPAMCTL_VERSION__
-  try {
-    return (JSON.parse(fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {version?: string}).version ?? 'unknown'
-  } catch {
-    return 'unknown'
-  }
-}
+const version = (): string => (typeof __IPAMCTL_VERSION__ === 'string' ? __IPAMCTL_VERSION__ : packageVersion())
 
 export const ABOUT = `ipamctl-ipam v${version()}: Calico-compatible CNI IPAM plugin (drop-in for calico-ipam)`
 

@@ -2,9 +2,10 @@
 // network namespace without a container runtime. Same code path as ipamctl-cni, run in-process with the
 // CLI's datastore settings.
 import {execFileSync} from 'node:child_process'
-import {randomHex} from '../random.js'
 import fs from 'node:fs'
 import path from 'node:path'
+import {packageRoot} from '../package-root.js'
+import {randomHex} from '../random.js'
 import {DatastoreUnavailableError, IpamError, ValidationError} from '../errors.js'
 import {openStore} from '../store/open.js'
 import type {DatastoreSettings} from '../store/settings.js'
@@ -138,7 +139,7 @@ export async function manualCheck(req: ManualRequest): Promise<void> {
 
 /** Install the plugin executables into a CNI bin directory as symlinks to this installation. */
 export function installPlugins(dir: string, opts: {asCalico: boolean; force: boolean}): {name: string; target: string}[] {
-  const binDir = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../bin')
+  const binDir = path.join(packageRoot(), 'bin')
   const plan = [
     {name: opts.asCalico ? 'calico' : 'ipamctl-cni', target: path.join(binDir, 'ipamctl-cni.cjs')},
     {name: opts.asCalico ? 'calico-ipam' : 'ipamctl-ipam', target: path.join(binDir, 'ipamctl-ipam.cjs')},

@@ -2,6 +2,7 @@
 // invalid blocks from live state, plus two affinity checks upstream lacks. Nothing here writes; the JSON report
 // is what `ipam gc` and `release --from-report` act on.
 import fs from 'node:fs'
+import {packageVersion} from '../package-root.js'
 import {parseJson} from '../codec/gojson.js'
 import {containsIp, formatCidr, formatIp, parseIp, tryParseIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
@@ -300,16 +301,7 @@ export interface Report {
   leakedHandles?: {ID: string; UID: null; Revision: string}[]
 }
 
-let cachedVersion: string | undefined
-export function packageVersion(): string {
-  if (cachedVersion !== undefined) return cachedVersion
-  try {
-    cachedVersion = (JSON.parse(fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {version?: string}).version ?? 'unknown'
-  } catch {
-    cachedVersion = 'unknown'
-  }
-  return cachedVersion
-}
+export {packageVersion}
 
 /** Empty strings and false are left out, as Go's omitempty does; `owners` is null when empty. Go's field order. */
 function reportEntry(a: CheckAllocation): ReportEntry {

@@ -1,6 +1,6 @@
 // Calico IPPool manifests (YAML or JSON, several documents, or a List) → pool inputs. Strict: an unknown
 // field is almost always a typo that would otherwise silently become a default.
-import {parseAllDocuments} from 'yaml'
+import {loadYaml} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import type {PoolInput} from './pool.js'
 
@@ -41,7 +41,7 @@ function poolFrom(doc: unknown, where: string): PoolInput {
 }
 
 export function parsePoolManifest(text: string, source = 'manifest'): PoolInput[] {
-  const docs = parseAllDocuments(text)
+  const docs = loadYaml().parseAllDocuments(text)
   const out: PoolInput[] = []
   docs.forEach((d, i) => {
     const where = docs.length > 1 ? `${source} document ${i + 1}` : source

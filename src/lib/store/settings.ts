@@ -1,7 +1,7 @@
 // Which datastore to use and how to reach it, resolved the way calicoctl users expect:
 // flag > environment > config file (calicoctl.cfg shape) > embedded default, field by field.
 import fs from 'node:fs'
-import {parse as parseYaml} from 'yaml'
+import {loadYaml} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import {defaultDatastorePath} from './sqlite.js'
 
@@ -49,7 +49,7 @@ export function readConfigFile(file: string, explicit: boolean): FileSpec | unde
   }
   let doc: unknown
   try {
-    doc = parseYaml(text)
+    doc = loadYaml().parse(text)
   } catch (err) {
     throw new ValidationError(`config file ${file}: ${(err as Error).message.split('\n')[0]}`)
   }

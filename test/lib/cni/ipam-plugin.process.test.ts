@@ -266,7 +266,7 @@ describe('ipamctl-ipam process: start-up cost', () => {
     const sb = await sandbox();
     const { p, modules } = await traced(sb, { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'traced', CNI_NETNS: '/x', CNI_IFNAME: 'eth0' }, sb.conf());
     ok(p);
-    assert.ok(modules.some((m) => /\/dist\/(lib\/cni\/ipam-main\.js|cni\/load\.cjs)$/.test(m)), 'the trace saw the plugin load');
+    assert.ok(modules.some((m) => /\/(dist\/lib\/cni\/ipam-main\.js|bin\/load-bundle\.cjs)$/.test(m)), 'the trace saw the plugin load');
     assert.ok(modules.some((m) => m.includes('/node_modules/better-sqlite3/')), 'the trace sees packages');
     assert.deepEqual(modules.filter((m) => FORBIDDEN.test(m)), []);
   });

@@ -1,0 +1,43 @@
+'use strict'
+// Runs a CommonJS bundle made by scripts/bundle-*.mjs with the V8 code cache made next to it at build time
+// (`<bundle>.v8cache`), so most of its functions are neither parsed nor compiled on an exec: for a process that
+// lives a few tens of milliseconds, compiling its JavaScript is a large part of its life. V8 checks the cache
+// against the source and its own version and flags; a rejected or missing cache only means compiling from
+// source, as without one.
+const fs = require('node:fs')
+const path = require('node:path')
+const vm = require('node:vm')
+const Module = require('node:module')
+
+function run(file, withCache) {
+  const source = fs.readFileSync(file, 'utf8')
+  let cachedData
+  if (withCache) {
+    try {
+      cachedData = fs.readFileSync(file + '.v8cache')
+    } catch {}
+  }
+  const script = new vm.Script('(function (exports, require, module, __filename, __dirname, __import) {' + source + '\n})', {filename: file, cachedData})
+  if (process.env.IPAMCTL_DEBUG_BUNDLE) process.stderr.write(`${file}: code cache ${cachedData ? (script.cachedDataRejected ? 'rejected' : 'used') : 'absent'}\n`)
+  const mod = new Module(file, module)
+  mod.filename = file
+  mod.paths = Module._nodeModulePaths(path.dirname(file))
+  // `__import`: the bundle's way to import() an ES module (see scripts/bundle-cli.mjs), from this real module
+  // because functions compiled by vm.Script have no dynamic-import hook.
+  script.runInThisContext()(mod.exports, Module.createRequire(file), mod, file, path.dirname(file), (specifier) => import(specifier))
+  mod.loaded = true
+  // Registered like a require()d module, so that a later require(file) (oclif loading its explicit command
+  // target) gets these exports instead of evaluating the bundle a second time.
+  require.cache[file] = mod
+  return {script, exports: mod.exports}
+}
+
+/** The bundle's exports. */
+exports.load = (file) => run(file, true).exports
+
+/** Build time: run `use(exports)` with a fresh compile, then save the cache of everything compiled by then. */
+exports.train = async (file, use) => {
+  const {script, exports: m} = run(file, false)
+  await use(m)
+  fs.writeFileSync(file + '.v8cache', script.createCachedData())
+}

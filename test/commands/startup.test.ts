@@ -1,0 +1,50 @@
+// What the CLI loads to start: bin/run.cjs runs the one-file bundle (scripts/bundle-cli.mjs) and each command
+// pulls in only its own packages, so `--help` and `--version` never load the datastore, netlink, YAML or etcd
+// code. Proven with a module trace of the real binary (every require() and import() it resolves).
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {after, describe, test} from 'node:test'
+import {runProcess} from '../support/process.ts'
+import {ROOT, ensureBuilt} from './helpers.ts'
+
+const TRACE = path.join(ROOT, 'test', 'lib', 'cni', 'fixtures', 'trace-modules.mjs')
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-startup-'))
+after(() => fs.rmSync(tmp, {recursive: true, force: true}))
+
+async function traced(...args: string[]): Promise<{stdout: string; modules: string[]}> {
+  ensureBuilt()
+  const file = path.join(tmp, `trace-${Math.random().toString(16).slice(2)}.txt`)
+  const env: NodeJS.ProcessEnv = {...process.env, IPAMCTL_TRACE_MODULES: file, NO_COLOR: '1', IPAMCTL_DATASTORE_PATH: path.join(tmp, 'ipam.db')}
+  delete env.NODE_OPTIONS
+  const r = await runProcess(process.execPath, ['--import', TRACE, path.join(ROOT, 'bin', 'run.cjs'), ...args], {cwd: tmp, env})
+  assert.equal(r.code, 0, r.stderr)
+  return {stdout: r.stdout, modules: fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : []}
+}
+
+const HEAVY = /\/node_modules\/(better-sqlite3|netlink|netns|yaml|etcd3|@grpc|@inquirer|cli-table3)\//
+const BUNDLE = path.join(ROOT, 'dist', 'cli-bundle', 'ipamctl.cjs')
+
+describe('CLI start-up', {concurrency: true}, () => {
+  for (const args of [['--help'], ['--version']]) {
+    test(`ipamctl ${args[0]} runs the bundle and loads no datastore, netlink, YAML or prompt code`, async () => {
+      const {stdout, modules} = await traced(...args)
+      assert.match(stdout, /ipamctl/)
+      assert.ok(modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')), 'bin/run.cjs did not run the bundle (stale after a tsc-only build? run npm run build)')
+      assert.ok(!modules.some((m) => m.includes('/node_modules/@oclif/core/')), 'oclif came from node_modules, not the bundle')
+      assert.deepEqual(modules.filter((m) => HEAVY.test(m)), [])
+    })
+  }
+
+  test('a command loads its own packages only: pool list opens SQLite, but loads no netlink, YAML or etcd3', async () => {
+    const {modules} = await traced('pool', 'list')
+    assert.ok(modules.some((m) => m.includes('/node_modules/better-sqlite3/')), 'pool list must have opened the embedded store')
+    assert.deepEqual(modules.filter((m) => /\/node_modules\/(netlink|yaml|etcd3)\//.test(m)), [])
+  })
+
+  test('the bundle is fresh: built after the tsc output it was made from', () => {
+    assert.ok(fs.statSync(BUNDLE).mtimeMs >= fs.statSync(path.join(ROOT, 'dist', 'cli', 'base.js')).mtimeMs)
+    assert.ok(fs.existsSync(`${BUNDLE}.v8cache`), 'no V8 code cache next to the bundle')
+  })
+})
