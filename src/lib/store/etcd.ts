@@ -28,8 +28,10 @@ process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
   return (emitWarning as (...a: unknown[]) => void)(warning, ...rest)
 }) as typeof process.emitWarning
 
-/** Keys per range page: keeps every response far below gRPC's 4 MiB message limit. */
+/** Keys per range page (500 full /26 blocks are ~8 MB; see MAX_RECEIVE_BYTES). */
 const PAGE = 500
+/** Receive limit per gRPC message; a page that still exceeds it is retried with fewer keys. */
+const MAX_RECEIVE_BYTES = 64 * 1024 * 1024
 
 function readPem(file: string, what: string): Buffer {
   try {
@@ -67,6 +69,8 @@ export class EtcdStore implements Store {
       // etcd3's default per-host circuit breaker refuses every call for seconds after one failure and hides
       // the cause; our own deadline and retry policy bound things instead.
       faultHandling: {host: () => noop},
+      // A page of 500 full blocks is ~8 MB, twice gRPC's default 4 MiB receive limit.
+      grpcOptions: {'grpc.max_receive_message_length': MAX_RECEIVE_BYTES},
     }
     if (o.caCertFile || o.certFile) {
       options.credentials = {
@@ -109,10 +113,21 @@ export class EtcdStore implements Store {
     // etcd rejects an empty key; "\0" is the smallest key there is.
     let from = prefix === '' ? Buffer.from([0]) : Buffer.from(prefix)
     let revision: string | undefined
+    let limit = PAGE
     for (;;) {
-      const r = await this.call('list', () =>
-        this.client.kv.range({key: from, range_end: end, limit: PAGE, keys_only: keysOnly, revision, sort_order: 'Ascend', sort_target: 'Key'}),
-      )
+      const range = () => this.client.kv.range({key: from, range_end: end, limit, keys_only: keysOnly, revision, sort_order: 'Ascend', sort_target: 'Key'})
+      let r: Awaited<ReturnType<typeof range>>
+      try {
+        r = await this.call('list', range)
+      } catch (err) {
+        // Large values (full blocks are ~16 KB) can push a page past gRPC's 4 MiB message limit: ask for
+        // fewer keys per page from here on.
+        if (limit > 1 && /RESOURCE_EXHAUSTED|larger than max/.test(String((err as Error).message))) {
+          limit = Math.max(1, Math.floor(limit / 2))
+          continue
+        }
+        throw err
+      }
       // Later pages read at the first page's revision: one consistent snapshot, as a single range would be.
       revision ??= r.header.revision
       for (const kv of r.kvs) out.push({key: kv.key.toString(), value: keysOnly ? '' : kv.value.toString(), modRevision: BigInt(kv.mod_revision)})
