@@ -6,7 +6,7 @@ import {packageVersion} from '../package-root.js'
 import {parseJson} from '../codec/gojson.js'
 import {containsIp, formatCidr, formatIp, parseIp, tryParseIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
-import {type WorkloadEndpoint, listWorkloadEndpoints} from '../workload/endpoint.js'
+import {decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {type Block, blockProblems, decodeBlock, isCoolingDown, ownerHost, sanitizeHandle, WINDOWS_RESERVED_HANDLE} from './block.js'
 import {type Ctx, listPools} from './context.js'
 import {decodeAffinity} from './records.js'
@@ -83,6 +83,8 @@ export interface CheckOptions {
   onProgress?: (phase: string, done: number, total: number) => void
 }
 
+const ENDPOINT_PREFIX = keys.resourcePrefix('workloadendpoints')
+
 export const CLUSTER_INFO_KEY = `${keys.resourcePrefix('clusterinformations')}default`
 
 /** Read ClusterInformation `default` directly; the lock commands own writing it. */
@@ -113,20 +115,22 @@ function networkIp(n: string): string | undefined {
 
 export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<CheckResult> {
   const now = ctx.clock.now()
-  const [blockKvs, pools, weps, handleKvs, affinityKvs, cluster] = await Promise.all([
+  const [blockKvs, pools, wepKvs, handleKvs, affinityKvs, cluster] = await Promise.all([
     ctx.store.list(keys.blockPrefix()),
     listPools(ctx),
-    listWorkloadEndpoints(ctx.store),
+    ctx.store.list(ENDPOINT_PREFIX),
     ctx.store.list(keys.handlePrefix()),
     ctx.store.list(keys.allHostAffinitiesPrefix()),
     readClusterInfo(ctx),
   ])
 
   // Owners. Node records here carry no tunnel addresses and there are no Kubernetes Services, so workload
-  // endpoints are the only owners besides the Windows reservation.
+  // endpoints are the only owners besides the Windows reservation. Each endpoint is decoded and dropped at
+  // once: holding 100,000 decoded endpoints would double check's peak memory.
   const owners = new Map<string, string[]>()
   let workloadIps = 0
-  for (const w of weps) {
+  for (let i = 0; i < wepKvs.length; i++) {
+    const w = decodeWorkloadEndpoint(wepKvs[i]!.value)
     if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) continue
     for (const n of w.ipNetworks) {
       const ip = networkIp(n)
@@ -135,6 +139,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
       owners.set(ip, [...(owners.get(ip) ?? []), `Workload(${w.namespace}/${w.name})`])
     }
   }
+  wepKvs.length = 0 // the raw endpoints are not needed any more: let them be collected during the block scan
 
   const blocks: CheckBlock[] = []
   const allocations: CheckAllocation[] = []

@@ -146,6 +146,19 @@ describe('EtcdStore on a real etcd', { skip: etcdSkipReason }, () => {
       });
     });
 
+    test('listing 600 values of 16 KB (a full page is past gRPC\'s default 4 MiB message) returns all of them', async () => {
+      await withStore(async (s) => {
+        const value = (i: number) => `${i}:`.padEnd(16_000, 'b');
+        for (let i = 0; i < 600; i += 50) {
+          const r = await s.txn([], Array.from({ length: 50 }, (_, j) => put(`/big/${String(i + j).padStart(4, '0')}`, value(i + j))));
+          assert.equal(r.succeeded, true);
+        }
+        const listed = await s.list('/big/');
+        assert.equal(listed.length, 600);
+        listed.forEach((kv, i) => assert.equal(kv.value, value(i)));
+      });
+    });
+
     test('a paged list is one consistent snapshot while another client writes', async (t) => {
       await withStore(async (s) => {
         const n = 1600; // four pages

@@ -1,0 +1,178 @@
+// Shared pieces of the benchmarks: a Store wrapper that counts datastore calls, bulk seeding written directly
+// as Calico-format keys (the way a long-running cluster would have them), and small statistics helpers.
+import {encodeBlock, newBlock, type Attribute} from '../src/lib/ipam/block.ts'
+import {blockWalk} from '../src/lib/ipam/blockgen.ts'
+import {makeCtx} from '../src/lib/ipam/context.ts'
+import {createPools} from '../src/lib/ipam/pool-admin.ts'
+import {encodeAffinity, encodeHandle} from '../src/lib/ipam/records.ts'
+import {encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint, workloadEndpointName} from '../src/lib/workload/endpoint.ts'
+import {formatIp, parseCidr, subnet} from '../src/lib/net/cidr.ts'
+import {keys} from '../src/lib/store/keys.ts'
+import type {Condition, KeyValue, Store, TxnResult, WriteOp} from '../src/lib/store/store.ts'
+
+/** Datastore calls made through a store, by kind; `failedTxns` are lost compare-and-swap races. */
+export interface CallCounts {
+  get: number
+  list: number
+  listKeys: number
+  txn: number
+  failedTxns: number
+}
+
+const zero = (): CallCounts => ({get: 0, list: 0, listKeys: 0, txn: 0, failedTxns: 0})
+export const totalCalls = (c: CallCounts): number => c.get + c.list + c.listKeys + c.txn
+
+/** Wraps a Store and counts every call, so round trips per operation can be reported exactly. */
+export class CountingStore implements Store {
+  counts = zero()
+  constructor(readonly inner: Store) {}
+  get description(): string {
+    return this.inner.description
+  }
+  reset(): CallCounts {
+    const c = this.counts
+    this.counts = zero()
+    return c
+  }
+  get(key: string): Promise<KeyValue | undefined> {
+    this.counts.get++
+    return this.inner.get(key)
+  }
+  list(prefix: string): Promise<KeyValue[]> {
+    this.counts.list++
+    return this.inner.list(prefix)
+  }
+  listKeys(prefix: string): Promise<string[]> {
+    this.counts.listKeys++
+    return this.inner.listKeys(prefix)
+  }
+  async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
+    this.counts.txn++
+    const r = await this.inner.txn(conditions, ops)
+    if (!r.succeeded) this.counts.failedTxns++
+    return r
+  }
+  revision(): Promise<bigint> {
+    return this.inner.revision()
+  }
+  close(): Promise<void> {
+    return this.inner.close()
+  }
+}
+
+/**
+ * Unguarded bulk writes: etcd allows 128 operations per transaction and 1.5 MiB per request, so batches stay
+ * under both; a few transactions are kept in flight to make seeding etcd quick.
+ */
+export class BulkWriter {
+  private ops: WriteOp[] = []
+  private bytes = 0
+  private inFlight: Promise<unknown>[] = []
+  constructor(private readonly store: Store, private readonly maxOps = 120, private readonly maxBytes = 1_000_000, private readonly parallel = 4) {}
+
+  async put(key: string, value: string): Promise<void> {
+    this.ops.push({put: key, value})
+    this.bytes += key.length + value.length
+    if (this.ops.length >= this.maxOps || this.bytes >= this.maxBytes) await this.flush()
+  }
+
+  private async flush(): Promise<void> {
+    if (this.ops.length === 0) return
+    const ops = this.ops
+    this.ops = []
+    this.bytes = 0
+    this.inFlight.push(this.store.txn([], ops))
+    if (this.inFlight.length >= this.parallel) {
+      await Promise.all(this.inFlight)
+      this.inFlight = []
+    }
+  }
+
+  async done(): Promise<void> {
+    await this.flush()
+    await Promise.all(this.inFlight)
+    this.inFlight = []
+  }
+}
+
+export const SEED_POOL = '10.0.0.0/8'
+const SEQ = 1767323045000000000n
+
+/** A /8 pool of /26 blocks in which `hosts` other hosts each already own one block holding one address. */
+export async function seedHosts(store: Store, hosts: number): Promise<void> {
+  await createPools(makeCtx(store), [{name: 'big', cidr: SEED_POOL, blockSize: 26}])
+  const pool = parseCidr(SEED_POOL)
+  const taken = new Set<string>()
+  const w = new BulkWriter(store)
+  for (let h = 0; h < hosts; h++) {
+    const host = `seed-${h}`
+    for (const cidr of blockWalk(pool, 26, host)) {
+      const k = keys.block(cidr)
+      if (taken.has(k)) continue
+      taken.add(k)
+      const b = newBlock(cidr, `host:${host}`, new Date(), SEQ)
+      b.unallocated = b.unallocated.slice(1)
+      b.allocations[0] = 0
+      b.attributes = [{handle_id: `seed.${h}`, secondary: {node: host}}]
+      await w.put(k, encodeBlock(b))
+      await w.put(keys.affinity(host, cidr), encodeAffinity('confirmed'))
+      break
+    }
+  }
+  await w.done()
+}
+
+/**
+ * A consistent cluster of `blocks` full /26 blocks (64 addresses each) spread over `hosts` hosts in one pool:
+ * per address a handle (as the CNI plugin names them) and a WorkloadEndpoint that lists it, per block a
+ * confirmed affinity, so `ipam check` finds 0 problems. Returns the number of allocations.
+ */
+export async function seedFullCluster(store: Store, blocks: number, hosts: number): Promise<number> {
+  const poolCidr = '10.64.0.0/12'
+  await createPools(makeCtx(store), [{name: 'pods', cidr: poolCidr, blockSize: 26}])
+  const pool = parseCidr(poolCidr)
+  const w = new BulkWriter(store)
+  const now = new Date()
+  let n = 0
+  for (let i = 0; i < blocks; i++) {
+    const host = `node-${i % hosts}`
+    const cidr = subnet(pool, 26, BigInt(i))
+    const b = newBlock(cidr, `host:${host}`, now, SEQ + BigInt(i))
+    const attributes: Attribute[] = []
+    for (let o = 0; o < 64; o++) {
+      const pod = `pod-${n}`
+      const containerId = `${n.toString(16).padStart(12, '0')}${'c'.repeat(52)}`
+      const handle = `k8s-pod-network.${containerId}`
+      attributes.push({handle_id: handle, secondary: {namespace: 'default', node: host, pod, timestamp: '2026-11-22 10:00:00.000000000 +0000 UTC'}})
+      b.allocations[o] = o
+      b.sequenceNumberForAllocation.set(String(o), b.sequenceNumber)
+      await w.put(keys.handle(handle), encodeHandle(new Map([[`${formatIp(4, cidr.base)}/26`, 1]])))
+      const ip = formatIp(4, cidr.base + BigInt(o))
+      const name = workloadEndpointName({node: host, orchestrator: 'k8s', pod, containerId, ifName: 'eth0'})
+      const wep = newWorkloadEndpoint(
+        {name, namespace: 'default', orchestrator: 'k8s', node: host, containerID: containerId, pod, endpoint: 'eth0', ipNetworks: [`${ip}/32`], interfaceName: `cali${n.toString(16).padStart(11, '0')}`},
+        now,
+      )
+      await w.put(endpointKey('default', name), encodeWorkloadEndpoint(wep))
+      n++
+    }
+    b.attributes = attributes
+    b.unallocated = []
+    await w.put(keys.block(cidr), encodeBlock(b))
+    await w.put(keys.affinity(host, cidr), encodeAffinity('confirmed'))
+  }
+  await w.done()
+  return n
+}
+
+export function percentile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!
+}
+export const median = (xs: readonly number[]): number => percentile(xs, 0.5)
+
+export async function timeMs<T>(fn: () => Promise<T>): Promise<{ms: number; value: T}> {
+  const t = process.hrtime.bigint()
+  const value = await fn()
+  return {ms: Number(process.hrtime.bigint() - t) / 1e6, value}
+}
