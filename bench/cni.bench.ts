@@ -329,6 +329,23 @@ out.push(
     `Date: ${new Date().toISOString().slice(0, 10)}. containernetworking-plugins ${debVersion}${etcd ? `, ${etcd.version}` : ''}. ` +
     `${RUNS} runs per row, interleaved; load average (1/5/15 min) ${loadBefore} before, ${loadAfter} after.\n`,
 )
+out.push(
+  [
+    'Run with `npm run bench:cni` (bench/cni.bench.ts, part of `npm run bench`; needs root, iproute2 and',
+    '`containernetworking-plugins`). Each row is a process started the way a container runtime starts a CNI plugin',
+    '(clean environment with the `CNI_*` variables, netconf on stdin) or the way a user starts the CLI, timed from',
+    'spawn to exit, with the same `node` as the `node -e 0` row. Rows are interleaved round by round. IPAM rows use an',
+    'embedded store in a temp dir; full-wiring rows a fresh `ip netns add` namespace per run, created before the ADD',
+    'and deleted after the DEL. Compare rows within one run: `node -e 0` alone moves by ±20 % between runs here.',
+    '',
+    'How the plugins and the CLI start fast: each is one CommonJS bundle (scripts/bundle-cni.mjs, scripts/bundle-cli.mjs)',
+    'run through bin/load-bundle.cjs with a V8 code cache trained at build time, from CommonJS bins (no ES-module',
+    'loader). The plugins load no oclif, no node:crypto (random ids from /dev/urandom, SHA-1 in JavaScript) and no',
+    'etcd3 unless etcd is configured; the CLI loads each command\'s packages (SQLite, netlink, YAML, etcd3) only when',
+    'that command runs, and its bundle sorts command ids without building an ICU collator.',
+    '',
+  ].join('\n'),
+)
 out.push(`The bins ran ${entriesBefore}.${entriesAfter !== entriesBefore ? ` **They changed during the run** (now ${entriesAfter}): rerun.` : ''}\n`)
 out.push('| what (wall clock, spawn to exit) | median | p90 | over `node -e 0` (median) |')
 out.push('|---|---|---|---|')
