@@ -36,21 +36,44 @@ export function agentSocketPresent(file: string): boolean {
   }
 }
 
-/** Parse `HTTP/1.1 <status> ...\r\n<headers>\r\n\r\n<body>` once the whole body is in. */
-function parseReply(buf: Buffer): {status: number; body: Buffer} | undefined {
+/** A chunked body once its last chunk is in; undefined while incomplete. */
+function dechunk(buf: Buffer): Buffer | undefined {
+  const parts: Buffer[] = []
+  for (let at = 0; ; ) {
+    const eol = buf.indexOf('\r\n', at)
+    if (eol < 0) return undefined
+    const size = Number.parseInt(buf.subarray(at, eol).toString('latin1'), 16)
+    if (!Number.isFinite(size)) throw new Error('bad chunk size')
+    if (size === 0) return Buffer.concat(parts)
+    if (buf.length < eol + 2 + size + 2) return undefined
+    parts.push(buf.subarray(eol + 2, eol + 2 + size))
+    at = eol + 2 + size + 2
+  }
+}
+
+/**
+ * Parse `HTTP/1.1 <status> …` with its body: undefined while incomplete. A body with neither a length nor
+ * chunks is complete at the end of the stream (`atEnd`).
+ */
+function parseReply(buf: Buffer, atEnd: boolean): {status: number; body: Buffer} | undefined {
   const end = buf.indexOf('\r\n\r\n')
   if (end < 0) return undefined
   const head = buf.subarray(0, end).toString('latin1').split('\r\n')
   const m = /^HTTP\/1\.[01] (\d{3})/.exec(head[0] ?? '')
   if (!m) throw new Error(`not an HTTP reply: ${JSON.stringify(head[0]?.slice(0, 40))}`)
-  const lenLine = head.find((h) => /^content-length:/i.test(h))
-  const body = buf.subarray(end + 4)
-  if (lenLine !== undefined) {
-    const len = Number(lenLine.slice(lenLine.indexOf(':') + 1).trim())
-    if (body.length < len) return undefined
-    return {status: Number(m[1]), body: body.subarray(0, len)}
+  const header = (name: string) => {
+    const line = head.find((h) => h.toLowerCase().startsWith(`${name}:`))
+    return line?.slice(name.length + 1).trim()
   }
-  return undefined // no length: complete only at end of stream (handled by the caller)
+  const rest = buf.subarray(end + 4)
+  const status = Number(m[1])
+  if (header('transfer-encoding')?.toLowerCase() === 'chunked') {
+    const body = dechunk(rest)
+    return body && {status, body}
+  }
+  const len = header('content-length')
+  if (len !== undefined) return rest.length >= Number(len) ? {status, body: rest.subarray(0, Number(len))} : undefined
+  return atEnd ? {status, body: rest} : undefined
 }
 
 export async function agentRequest(
@@ -77,16 +100,12 @@ export async function agentRequest(
     }
     const timer = setTimeout(() => finish(sent ? {kind: 'unknown', reason: `no reply within ${(opts.timeoutMs ?? AGENT_REQUEST_TIMEOUT_MS) / 1000} s`} : {kind: 'unreachable', reason: 'connect timed out'}), opts.timeoutMs ?? AGENT_REQUEST_TIMEOUT_MS)
     const tryParse = (atEnd: boolean) => {
-      const buf = Buffer.concat(chunks)
       try {
-        const r = parseReply(buf)
-        if (!r && !atEnd) return
-        const reply = r ?? (() => {
-          const end = buf.indexOf('\r\n\r\n')
-          const m = /^HTTP\/1\.[01] (\d{3})/.exec(buf.subarray(0, Math.max(0, end)).toString('latin1'))
-          return end >= 0 && m ? {status: Number(m[1]), body: buf.subarray(end + 4)} : undefined
-        })()
-        if (!reply) return finish({kind: 'unknown', reason: 'the connection closed before a complete reply'})
+        const reply = parseReply(Buffer.concat(chunks), atEnd)
+        if (!reply) {
+          if (atEnd) finish({kind: 'unknown', reason: 'the connection closed before a complete reply'})
+          return
+        }
         const parsed = JSON.parse(reply.body.toString('utf8')) as unknown
         if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the reply is not a JSON object')
         finish({kind: 'answered', status: reply.status, body: parsed as Record<string, unknown>})
