@@ -33,7 +33,10 @@ class HttpError extends Error {
 function send(res: http.ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
   if (res.headersSent || res.destroyed) return
   const text = typeof body === 'string' ? body : JSON.stringify(body)
-  res.writeHead(status, {'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text)})
+  const headers: http.OutgoingHttpHeaders = {'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text)}
+  // An error may leave part of the request unread: never reuse that connection.
+  if (status >= 400) headers.Connection = 'close'
+  res.writeHead(status, headers)
   res.end(text)
 }
 
@@ -47,7 +50,6 @@ function readBody(req: http.IncomingMessage): Promise<unknown> {
       size += b.length
       if (size > MAX_BODY_BYTES) {
         reject(new HttpError(413, {type: 'ValidationError', message: `request body over ${MAX_BODY_BYTES} bytes`}))
-        req.pause()
         return
       }
       chunks.push(b)
@@ -135,8 +137,9 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
         const {status, body} = err instanceof HttpError ? {status: err.status, body: {error: err.body}} : errorReply(err)
         if (status >= 500 && !(err instanceof HttpError)) core.log(`${req.method} ${req.url}: ${body.error.message}`)
         send(res, status, body)
-        // After a 413 the rest of the body is not read: close rather than leave the client writing.
-        if (status === 413) res.once('finish', () => req.socket.destroy())
+        // Read (and drop) whatever is left of the body, so the client gets to read the reply instead of a reset;
+        // requestTimeout bounds a body that never ends.
+        req.resume()
         return err instanceof HttpError ? 'rejected' : 'error'
       })
       .then((outcome) => {
