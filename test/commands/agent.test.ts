@@ -75,7 +75,7 @@ describe('ipamctl agent on an embedded store', () => {
     assert.match((second as { log: string }).log, /^Error: another agent is already serving on .*agent\.sock; stop it first\n$/);
   });
 
-  it('50 parallel ipamctl-ipam ADDs: 50 distinct addresses, fewer datastore transactions than requests', async () => {
+  it('50 parallel ipamctl-ipam ADDs: 50 distinct addresses, fewer datastore transactions than requests', async (t) => {
     const ids = Array.from({ length: 50 }, (_, i) => `par${i}`);
     const runs = await Promise.all(ids.map((c) => ipamPluginProc(addEnv(c), netconf(sb, socket))));
     runs.forEach((r, i) => {
@@ -92,6 +92,7 @@ describe('ipamctl agent on an embedded store', () => {
     assert.ok(st.counters.blockTransactions > 0);
     // The first request claims the block (its own transactions); everything else shares block transactions.
     assert.ok(st.counters.datastoreRoundTrips.txn < 50, `txns ${st.counters.datastoreRoundTrips.txn} for 50 requests (batches ${st.counters.batches})`);
+    t.diagnostic(`embedded: ${st.counters.batchedRequests} requests, ${st.counters.batches} batches, ${st.counters.blockTransactions} batched block transactions, ${st.counters.datastoreRoundTrips.txn} transactions in all, ${st.counters.casConflicts} CAS conflicts`);
     const m = parseMetrics(await (await fetch(agent.metricsUrl!)).text());
     assert.equal(m.get('ipamctl_agent_requests_total{op="assign",outcome="ok"}'), 50);
     assert.equal(m.get('ipamctl_agent_batch_size_sum'), 50);
