@@ -24,7 +24,14 @@ export interface BatchHooks {
 interface Item {
   readonly args: AutoAssignArgs
   readonly result: {4: FamilyResult; 6: FamilyResult}
+  /** Families autoAssign has had its turn at: whatever is still missing then is a shortfall, not a retry. */
+  readonly finished: Set<Family>
   error?: unknown
+}
+
+/** The next request still short of family `f` that nothing failed; done ones leave the line. */
+function next(items: readonly Item[], f: Family): Item | undefined {
+  return items.find((it) => it.error === undefined && remaining(it, f) > 0 && !it.finished.has(f))
 }
 
 const want = (it: Item, f: Family): number => (f === 4 ? it.args.num4 : it.args.num6)
@@ -36,7 +43,7 @@ function groupKey(a: AutoAssignArgs, f: Family): string {
 }
 
 export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArgs[], hooks: BatchHooks = {}): Promise<BatchOutcome[]> {
-  const items: Item[] = requests.map((args) => ({args, result: {4: {requested: args.num4, ips: [], messages: []}, 6: {requested: args.num6, ips: [], messages: []}}}))
+  const items: Item[] = requests.map((args) => ({args, finished: new Set<Family>(), result: {4: {requested: args.num4, ips: [], messages: []}, 6: {requested: args.num6, ips: [], messages: []}}}))
   for (const it of items) {
     try {
       validateCounts(it.args)
@@ -52,9 +59,13 @@ export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArg
       const k = groupKey(it.args, f)
       groups.set(k, [...(groups.get(k) ?? []), it])
     }
-    for (const group of groups.values()) await fillGroup(ctx, group, f, hooks)
-    for (const it of items) {
-      if (it.error !== undefined || remaining(it, f) === 0) continue
+    const fill = async () => {
+      for (const group of groups.values()) await fillGroup(ctx, group, f, hooks)
+    }
+    await fill()
+    for (let it = next(items, f); it; it = next(items, f)) {
+      const before = it.result[f].ips.length
+      it.finished.add(f)
       try {
         const r = await autoAssign(ctx, {...it.args, num4: f === 4 ? remaining(it, f) : 0, num6: f === 6 ? remaining(it, f) : 0})
         it.result[f].ips.push(...r[f === 4 ? 'v4' : 'v6'].ips)
@@ -62,6 +73,9 @@ export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArg
       } catch (err) {
         it.error = err
       }
+      // It found room (typically a block it just claimed): the others share that in one transaction again.
+      // When it found none, the others are left to autoAssign one by one, with its messages.
+      if (it.result[f].ips.length > before && next(items, f)) await fill()
     }
   }
   return items.map((it) => (it.error !== undefined ? {error: it.error} : {ok: {v4: it.result[4], v6: it.result[6]}}))
@@ -78,7 +92,7 @@ async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks):
   }
   let allocated = false
   for (const a of affineIn(setup.affinityKeys, setup.pools)) {
-    const pending = group.filter((it) => it.error === undefined && remaining(it, f) > 0)
+    const pending = group.filter((it) => it.error === undefined && remaining(it, f) > 0 && !it.finished.has(f))
     if (pending.length === 0) break
     for (let i = 0; i < pending.length; i += MAX_HANDLES_PER_TXN) {
       const chunk = pending.slice(i, i + MAX_HANDLES_PER_TXN)

@@ -51,6 +51,17 @@ for (const [name, open] of [
       await assertInvariants(store, ctx.clock.now());
     });
 
+    it('a fresh node: the first request claims a block, the other 39 share one transaction', async () => {
+      const { ctx, store } = await setup(open);
+      let blockTxns = 0;
+      const out = await autoAssignBatch(ctx, Array.from({ length: 40 }, (_, i) => req(`f${i}`)), { onBlockTxn: () => blockTxns++ });
+      assert.equal(new Set(addrs(out).flat()).size, 40);
+      assert.equal(blockTxns, 1);
+      // The claim (block + affinity + handle), the Node record, then one block transaction for the rest.
+      assert.equal(store.counts.calls.txn, 1 + 1 + 1 + 1, 'pool creation, claim, node, batch');
+      await assertInvariants(store, ctx.clock.now());
+    });
+
     it('spills into a new block when the affine one fills, and chunks transactions at MAX_HANDLES_PER_TXN handles', async () => {
       const { ctx, store } = await setup(open, [{ name: 'small', cidr: '10.66.0.0/24' }]); // /26 blocks of 64
       await autoAssignBatch(ctx, [req('warm')]);
