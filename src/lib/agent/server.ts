@@ -65,6 +65,27 @@ function readBody(req: http.IncomingMessage): Promise<unknown> {
   })
 }
 
+/** Drain limit for a refused body; past it the connection is cut. */
+const MAX_DRAIN_BYTES = 64 * MAX_BODY_BYTES
+
+/**
+ * Read and drop whatever is left of a refused request's body. Replying first and closing with unread data
+ * makes the kernel reset the connection, and the client would lose the reply along with it.
+ */
+function drained(req: http.IncomingMessage): Promise<void> {
+  if (req.complete || req.destroyed) return Promise.resolve()
+  return new Promise((resolve) => {
+    let n = 0
+    req.on('data', (b: Buffer) => {
+      n += b.length
+      if (n > MAX_DRAIN_BYTES) req.socket.destroy()
+    })
+    req.once('end', resolve)
+    req.once('close', resolve)
+    req.resume()
+  })
+}
+
 /** A request for another node or datastore is not ours: the caller goes to the datastore itself. */
 function checkTarget(core: AgentCore, t: Target): void {
   if (t.node !== core.node) throw new HttpError(421, {type: 'Misdirected', message: `this agent serves node ${core.node}, not ${t.node}`, direct: true})
@@ -133,13 +154,11 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
         if (reply !== undefined) send(res, 200, reply)
         return 'ok'
       })
-      .catch((err: unknown) => {
+      .catch(async (err: unknown) => {
         const {status, body} = err instanceof HttpError ? {status: err.status, body: {error: err.body}} : errorReply(err)
         if (status >= 500 && !(err instanceof HttpError)) core.log(`${req.method} ${req.url}: ${body.error.message}`)
+        await drained(req)
         send(res, status, body)
-        // Read (and drop) whatever is left of the body, so the client gets to read the reply instead of a reset;
-        // requestTimeout bounds a body that never ends.
-        req.resume()
         return err instanceof HttpError ? 'rejected' : 'error'
       })
       .then((outcome) => {
