@@ -2,19 +2,22 @@
 // CHECK, STATUS and GC. The building blocks (ipamAdd, ipamDel, ipamCheck, ipamGc, resolvePools) take an
 // open context, so the main plugin can run IPAM in-process instead of exec'ing this plugin.
 import {ExhaustedError, NotFoundError, ValidationError} from '../errors.js'
-import {assignIp} from '../ipam/assign-ip.js'
-import {autoAssign, shortfall} from '../ipam/autoassign.js'
+import {type AssignIpArgs, assignIp} from '../ipam/assign-ip.js'
+import {type AssignedIp, type AutoAssignArgs, autoAssign, type FamilyResult, shortfall} from '../ipam/autoassign.js'
 import {datastoreLocked} from '../ipam/cluster-info.js'
 import {type Ctx, listPools, makeCtx} from '../ipam/context.js'
-import {releaseByHandle, releaseIps} from '../ipam/release.js'
+import {releaseByHandle, type ReleaseOption, releaseIps} from '../ipam/release.js'
 import {ipsByHandle} from '../ipam/query.js'
 import {sanitizeHandle} from '../ipam/block.js'
 import {type Clock, systemClock} from '../ipam/time.js'
-import {bitsOf, type Family, formatCidr, formatIp, maskIp, tryParseIp} from '../net/cidr.js'
+import {decodeHandle} from '../ipam/records.js'
+import {bitsOf, containsIp, type Family, formatCidr, formatIp, maskIp, tryParseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import {openStore as defaultOpenStore} from '../store/open.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import type {Store} from '../store/store.js'
+import {agentCall, type AgentOutcome, agentSocketPresent, replyError} from '../agent/client.js'
+import {DEFAULT_AGENT_SOCKET, datastoreId, errorFrom} from '../agent/protocol.js'
 import {type CniArgs, parseCniArgs} from './args.js'
 import {CNI_ERR, CniError, toCniError} from './errors.js'
 import {acquireHostLock, type HostLockOptions, type Unlock} from './lock.js'
@@ -85,6 +88,62 @@ function parseGoCidr(text: string): {family: Family; base: bigint; prefix: numbe
 
 // ---------------------------------------------------------------------------------------------- operations
 
+/** An ADD as data: what the plugin asks of the allocator, whether in this process or through the agent. */
+export interface AddPlan {
+  node: string
+  handle: string
+  attrs: Record<string, string>
+  /** CNI_ARGS `IP=`: exactly this address. */
+  ip?: string
+  num4: number
+  num6: number
+  /** As in the netconf: CIDRs or pool names, resolved by resolvePools. */
+  ipv4Pools: string[]
+  ipv6Pools: string[]
+  maxBlocksPerHost: number
+}
+
+export function addPlan(req: Pick<IpamRequest, 'conf' | 'args' | 'ids'>, now: Date): AddPlan {
+  const {conf, args, ids} = req
+  return {
+    node: ids.node,
+    handle: ids.handleId,
+    attrs: allocationAttrs(ids, now),
+    ip: args.ip,
+    num4: conf.ipam.assignIpv4 === 'false' ? 0 : 1,
+    num6: conf.ipam.assignIpv6 === 'true' ? 1 : 0,
+    ipv4Pools: conf.ipam.ipv4Pools,
+    ipv6Pools: conf.ipam.ipv6Pools,
+    maxBlocksPerHost: conf.windowsUseSingleNetwork ? 1 : 0,
+  }
+}
+
+/**
+ * The writes of an ADD. The plugin takes the host lock around each allocation (lockedAllocator); the agent
+ * queues and batches them instead (src/lib/agent).
+ */
+export interface Allocator {
+  autoAssign(args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}>
+  assignIp(args: AssignIpArgs): Promise<AssignedIp>
+  releaseIps(options: ReleaseOption[]): Promise<unknown>
+}
+
+export function lockedAllocator(ctx: Ctx, lock: () => Unlock): Allocator {
+  const locked = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const unlock = lock()
+    try {
+      return await fn()
+    } finally {
+      unlock()
+    }
+  }
+  return {
+    autoAssign: (args) => locked(() => autoAssign(ctx, args)),
+    assignIp: (args) => locked(() => assignIp(ctx, args)),
+    releaseIps: (options) => releaseIps(ctx, options),
+  }
+}
+
 /**
  * ADD. With `IP=` in CNI_ARGS: assign exactly that address; the result holds it as /32 or /128 (and, as
  * upstream, no route). Otherwise auto-assign one IPv4 address unless `assign_ipv4` is "false" and one IPv6
@@ -95,48 +154,37 @@ function parseGoCidr(text: string): {family: Family; base: bigint; prefix: numbe
  * the runtime's DEL, as upstream.
  */
 export async function ipamAdd(ctx: Ctx, req: IpamRequest): Promise<CniResult> {
-  const {conf, args, ids} = req
+  return addAddresses(ctx, addPlan(req, ctx.clock.now()), lockedAllocator(ctx, req.lock), req.log)
+}
+
+/** ipamAdd's logic on a plan, with the writes done by `alloc`. */
+export async function addAddresses(ctx: Ctx, plan: AddPlan, alloc: Allocator, log: (line: string) => void): Promise<CniResult> {
   // Upstream's readiness gate: `datastore lock` (ClusterInformation datastoreReady=false) holds off new pods.
   if (await datastoreLocked(ctx)) throw new CniError(CNI_ERR.tryAgainLater, 'Calico is currently not ready to process requests')
-  const attrs = allocationAttrs(ids, ctx.clock.now())
-  if (args.ip !== undefined) {
-    const unlock = req.lock()
-    let assigned
-    try {
-      assigned = await assignIp(ctx, {ip: args.ip, host: ids.node, handle: ids.handleId, attrs, use: 'Workload'})
-    } finally {
-      unlock()
-    }
+  const {attrs, num4, num6} = plan
+  if (plan.ip !== undefined) {
+    const assigned = await alloc.assignIp({ip: plan.ip, host: plan.node, handle: plan.handle, attrs, use: 'Workload'})
     return {ips: [{address: `${assigned.address}/${bitsOf(assigned.family)}`}], dns: {}}
   }
-  const num4 = conf.ipam.assignIpv4 === 'false' ? 0 : 1
-  const num6 = conf.ipam.assignIpv6 === 'true' ? 1 : 0
-  const pools4 = await resolvePools(ctx, conf.ipam.ipv4Pools, 4)
-  const pools6 = await resolvePools(ctx, conf.ipam.ipv6Pools, 6)
-  const unlock = req.lock()
-  let r
-  try {
-    r = await autoAssign(ctx, {
-      host: ids.node,
-      num4,
-      num6,
-      handle: ids.handleId,
-      attrs,
-      pools4,
-      pools6,
-      maxBlocksPerHost: conf.windowsUseSingleNetwork ? 1 : 0,
-      use: 'Workload',
-    })
-  } finally {
-    unlock()
-  }
-  const {v4, v6} = r
+  const pools4 = await resolvePools(ctx, plan.ipv4Pools, 4)
+  const pools6 = await resolvePools(ctx, plan.ipv6Pools, 6)
+  const {v4, v6} = await alloc.autoAssign({
+    host: plan.node,
+    num4,
+    num6,
+    handle: plan.handle,
+    attrs,
+    pools4,
+    pools6,
+    maxBlocksPerHost: plan.maxBlocksPerHost,
+    use: 'Workload',
+  })
   const undo = async (ips: readonly {address: string}[], why: string) => {
-    req.log(`${why}: releasing ${ips.map((i) => i.address).join(', ')}`)
+    log(`${why}: releasing ${ips.map((i) => i.address).join(', ')}`)
     try {
-      await releaseIps(ctx, ips.map((i) => ({ip: i.address})))
+      await alloc.releaseIps(ips.map((i) => ({ip: i.address})))
     } catch (err) {
-      req.log(`error releasing ${ips.map((i) => i.address).join(', ')}: ${(err as Error).message}`)
+      log(`error releasing ${ips.map((i) => i.address).join(', ')}: ${(err as Error).message}`)
     }
   }
   if (num4 > 0 && v4.ips.length < num4 && num6 > 0 && v6.ips.length > 0) await undo(v6.ips, 'assigned IPv6 addresses but failed to assign IPv4 addresses')
@@ -148,26 +196,84 @@ export async function ipamAdd(ctx: Ctx, req: IpamRequest): Promise<CniResult> {
   return ipamResult([...v4.ips.slice(0, num4), ...v6.ips.slice(0, num6)])
 }
 
-/**
- * DEL, idempotent: release the handle `<network>.<containerID>`, then the legacy workload handle; a
- * missing handle is not an error. `IP=` is ignored.
- */
-export async function ipamDel(ctx: Ctx, req: IpamRequest): Promise<string[]> {
-  const unlock = req.lock()
-  const released: string[] = []
+/** The addresses a handle holds, with their blocks (as an ADD reports them); none for an unknown handle. */
+async function heldByHandle(ctx: Ctx, handle: string): Promise<AssignedIp[]> {
+  let ips: string[]
   try {
-    for (const handle of [req.ids.handleId, req.ids.workloadId]) {
-      try {
-        released.push(...(await releaseByHandle(ctx, handle)))
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err
-        if (handle === req.ids.handleId) req.log(`asked to release handle ${handle} but it does not exist; ignoring`)
+    ips = await ipsByHandle(ctx, handle)
+  } catch (err) {
+    if (err instanceof NotFoundError) return []
+    throw err
+  }
+  const kv = await ctx.store.get(keys.handle(sanitizeHandle(handle)))
+  const blocks = kv ? [...decodeHandle(kv.value).keys()].flatMap((c) => parseGoCidr(c) ?? []) : []
+  return ips.flatMap((address) => {
+    const ip = tryParseIp(address)
+    const block = ip && blocks.find((b) => containsIp(b, ip))
+    return ip && block ? [{address, family: ip.family, cidr: `${address}/${block.prefix}`, block: formatCidr(block)}] : []
+  })
+}
+
+/**
+ * ADD after an agent request whose outcome is unknown (the agent died or timed out after it had the request):
+ * it may have committed. So, under the host lock, look at the handle first: if it holds exactly what was asked
+ * (the IP= address, or num4 IPv4 and num6 IPv6 addresses) that is the result, as calico's idempotent ADD by
+ * handle; anything else it holds is released, then the ADD runs as usual. Never a second allocation for the
+ * same attachment, never a leak.
+ */
+export async function ipamAddAfterUnknown(ctx: Ctx, req: IpamRequest): Promise<CniResult> {
+  const plan = addPlan(req, ctx.clock.now())
+  const unlock = req.lock()
+  try {
+    const held = await heldByHandle(ctx, plan.handle)
+    if (held.length > 0) {
+      const want = plan.ip === undefined ? undefined : tryParseIp(plan.ip)
+      const count = (f: Family) => held.filter((h) => h.family === f).length
+      const exact =
+        plan.ip === undefined
+          ? count(4) === plan.num4 && count(6) === plan.num6
+          : held.length === 1 && want !== undefined && held[0]!.address === formatIp(want.family, want.value)
+      if (exact) {
+        req.log(`handle ${plan.handle} already holds ${held.map((h) => h.address).join(', ')} from the interrupted agent request; returning them`)
+        if (plan.ip !== undefined) return {ips: [{address: `${held[0]!.address}/${bitsOf(held[0]!.family)}`}], dns: {}}
+        return ipamResult([...held.filter((h) => h.family === 4), ...held.filter((h) => h.family === 6)])
       }
+      req.log(`handle ${plan.handle} holds ${held.map((h) => h.address).join(', ')}, not what this ADD asks for: releasing them first`)
+      await releaseByHandle(ctx, plan.handle)
     }
   } finally {
     unlock()
   }
-  return released
+  return ipamAdd(ctx, req)
+}
+
+/**
+ * DEL, idempotent: release the handle `<network>.<containerID>`, then the legacy workload handle; a
+ * missing handle is not an error. `IP=` is ignored.
+ */
+export async function ipamDel(ctx: Ctx, req: {ids: Pick<WorkloadIds, 'handleId' | 'workloadId'>; lock: () => Unlock; log: (line: string) => void}): Promise<string[]> {
+  const unlock = req.lock()
+  try {
+    return (await releaseHandles(ctx, [req.ids.handleId, req.ids.workloadId], req.log)).released
+  } finally {
+    unlock()
+  }
+}
+
+/** Release handles in order; missing ones are skipped (only the first, the attachment's own, is worth a log line). */
+export async function releaseHandles(ctx: Ctx, handles: readonly string[], log: (line: string) => void): Promise<{released: string[]; missing: string[]}> {
+  const released: string[] = []
+  const missing: string[] = []
+  for (const [i, handle] of handles.entries()) {
+    try {
+      released.push(...(await releaseByHandle(ctx, handle)))
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err
+      missing.push(handle)
+      if (i === 0) log(`asked to release handle ${handle} but it does not exist; ignoring`)
+    }
+  }
+  return {released, missing}
 }
 
 /**
@@ -278,10 +384,52 @@ export function ipamRequest(a: CmdArgs, deps: IpamPluginDeps = {}): IpamRequest 
   }
 }
 
+/** The agent's socket for this netconf when there is one to ask: a stat, no connect. */
+function agentSocketFor(conf: NetConf): string | undefined {
+  const file = conf.ipamctlAgentSocket ?? DEFAULT_AGENT_SOCKET
+  return file !== '' && agentSocketPresent(file) ? file : undefined
+}
+
+type AgentAnswer = {body: Record<string, unknown>} | {direct: 'unreachable' | 'unknown'}
+
+/** What the agent's reply means for the plugin; an IPAM error it answered with is thrown as the direct path would. */
+function agentAnswer(socket: string, o: AgentOutcome, log: (line: string) => void): AgentAnswer {
+  if (o.kind !== 'answered') {
+    log(`ipamctl agent at ${socket}: ${o.reason}; using the datastore directly`)
+    return {direct: o.kind}
+  }
+  const e = replyError(o)
+  if (e?.direct) {
+    log(`ipamctl agent at ${socket} does not serve this request (${e.message}); using the datastore directly`)
+    return {direct: 'unreachable'}
+  }
+  if (Array.isArray(o.body.log)) for (const line of o.body.log) log(String(line))
+  if (e) throw errorFrom(e)
+  return {body: o.body}
+}
+
+/** ADD through the agent: the result, or how to go on directly. */
+async function addViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings, now: Date): Promise<CniResult | 'unreachable' | 'unknown'> {
+  const {ip, ...auto} = addPlan(req, now)
+  const target = {node: auto.node, datastore: datastoreId(settings)}
+  const o =
+    ip === undefined
+      ? await agentCall(socket, 'assign', {...auto, ...target})
+      : await agentCall(socket, 'assign-ip', {...target, handle: auto.handle, attrs: auto.attrs, ip})
+  const r = agentAnswer(socket, o, req.log)
+  if ('direct' in r) return r.direct
+  const result = r.body.result as CniResult | undefined
+  if (typeof result !== 'object' || result === null || !Array.isArray(result.ips)) {
+    req.log(`ipamctl agent at ${socket} answered without a result; using the datastore directly`)
+    return 'unknown'
+  }
+  return result
+}
+
 export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
-  const withCtx = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx) => Promise<T>): Promise<T> => {
-    const store = await open(await datastoreSettingsFor(conf, a.getenv))
+  const withCtx = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx) => Promise<T>, resolved?: DatastoreSettings): Promise<T> => {
+    const store = await open(resolved ?? (await datastoreSettingsFor(conf, a.getenv)))
     try {
       return await fn(makeCtx(store, {clock: deps.clock ?? systemClock}))
     } finally {
@@ -289,13 +437,28 @@ export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
     }
   }
   return {
+    // With a per-node agent (ipamctl agent run) ADD and DEL go through it: no datastore client in this
+    // process (etcd3 alone costs ~100 ms to load) and no race with the node's other ADDs. Without one, or when
+    // it does not answer, the datastore is used directly with the same results.
     async add(a) {
       const req = ipamRequest(a, deps)
-      return withCtx(a, req.conf, (ctx) => ipamAdd(ctx, req))
+      const settings = await datastoreSettingsFor(req.conf, a.getenv)
+      const socket = agentSocketFor(req.conf)
+      const via = socket === undefined ? 'unreachable' : await addViaAgent(socket, req, settings, (deps.clock ?? systemClock).now())
+      if (typeof via === 'object') return via
+      return withCtx(a, req.conf, (ctx) => (via === 'unknown' ? ipamAddAfterUnknown(ctx, req) : ipamAdd(ctx, req)), settings)
     },
     async del(a) {
       const req = ipamRequest(a, deps)
-      await withCtx(a, req.conf, (ctx) => ipamDel(ctx, req))
+      const settings = await datastoreSettingsFor(req.conf, a.getenv)
+      const socket = agentSocketFor(req.conf)
+      if (socket !== undefined) {
+        const target = {node: req.ids.node, datastore: datastoreId(settings)}
+        const o = await agentCall(socket, 'release', {...target, handles: [req.ids.handleId, req.ids.workloadId]})
+        // DEL is idempotent: whatever became of an unanswered request, releasing directly is right.
+        if ('body' in agentAnswer(socket, o, req.log)) return
+      }
+      await withCtx(a, req.conf, (ctx) => ipamDel(ctx, req), settings)
     },
     async check(a) {
       const req = ipamRequest(a, deps)

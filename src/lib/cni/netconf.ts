@@ -3,6 +3,7 @@
 // the wrong JSON type are rejected (as Go's decoder does) with a message naming the field.
 import fs from 'node:fs'
 import os from 'node:os'
+import {validateSocketPath} from '../agent/protocol.js'
 import {ValidationError} from '../errors.js'
 import {goTimeString} from '../ipam/time.js'
 import type {DatastoreSettings, DatastoreType, Source} from '../store/settings.js'
@@ -56,6 +57,8 @@ export interface NetConf {
   /** ipamctl extension: a calicoctl-style config file to take datastore settings from. */
   ipamctlConfig?: string
   ipamLockFile?: string
+  /** ipamctl extension: the per-node agent's socket; '' turns the agent off (default /run/ipamctl/agent.sock). */
+  ipamctlAgentSocket?: string
   logLevel?: string
   logFilePath?: string
   // Fields of the main (calico) plugin, parsed here so it shares one reader.
@@ -129,6 +132,11 @@ function obj(o: Obj, key: string, path = key): Obj {
   return v
 }
 
+function agentSocket(raw: Obj): string | undefined {
+  const v = str(raw, 'ipamctl_agent_socket')
+  return v ? validateSocketPath(v, 'failed to load netconf: field "ipamctl_agent_socket"') : v
+}
+
 /** Calico's ValidateNetworkName: the name becomes the handle prefix. */
 export function validateNetworkName(name: string): void {
   if (!/^[a-zA-Z0-9_.-]+$/.test(name)) throw new ValidationError(NETWORK_NAME_ERROR)
@@ -180,6 +188,7 @@ export function parseNetConf(input: Obj | string): NetConf {
     datastorePath: str(raw, 'datastore_path'),
     ipamctlConfig: str(raw, 'ipamctl_config'),
     ipamLockFile: str(raw, 'ipam_lock_file'),
+    ipamctlAgentSocket: agentSocket(raw),
     logLevel: str(raw, 'log_level'),
     logFilePath: str(raw, 'log_file_path'),
     mtu: int(raw, 'mtu'),

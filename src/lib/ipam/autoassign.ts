@@ -64,15 +64,28 @@ export function blockCap(cfg: IpamConfig, requestMax = 0): number {
   return cap
 }
 
+/** The addresses of `ordinals` in `block`, as results report them. */
+export function assignedIps(block: Block, ordinals: readonly number[]): AssignedIp[] {
+  return ordinals.map((o) => {
+    const address = formatIp(block.cidr.family, block.cidr.base + BigInt(o))
+    return {address, family: block.cidr.family, cidr: `${address}/${block.cidr.prefix}`, block: formatCidr(block.cidr)}
+  })
+}
+
 export function ownerAttribute(host: string, handle?: string, attrs?: Record<string, string>): Attribute {
   return {handle_id: handle, secondary: {node: host, ...attrs}}
 }
 
-export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}> {
+/** The request checks autoAssign makes before touching the datastore (shared with batch-assign.ts). */
+export function validateCounts(args: Pick<AutoAssignArgs, 'num4' | 'num6'>): void {
   for (const [n, what] of [[args.num4, 'IPv4'], [args.num6, 'IPv6']] as const) {
     if (!Number.isInteger(n) || n < 0 || n > 65536) throw new ValidationError(`the number of ${what} addresses must be an integer from 0 to 65536`)
   }
   if (args.num4 + args.num6 === 0) throw new ValidationError('nothing to assign: ask for at least one IPv4 or IPv6 address')
+}
+
+export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}> {
+  validateCounts(args)
   const v4 = await assignFamily(ctx, args, 4, args.num4, args.pools4)
   const v6 = await assignFamily(ctx, args, 6, args.num6, args.pools6)
   return {v4, v6}
@@ -92,15 +105,22 @@ function poolsOfFamily(pools: readonly Pool[], refs: readonly string[], family: 
   return mine
 }
 
-interface Affine {
+export interface Affine {
   readonly key: string
   readonly cidr: Cidr
 }
 
-async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num: number, requested?: string[]): Promise<FamilyResult> {
-  const result: FamilyResult = {requested: num, ips: [], messages: []}
-  if (num === 0) return result
-  const now = ctx.clock.now()
+/** What an allocation of one family reads before it starts: one round trip of parallel reads. */
+export interface FamilySetup {
+  readonly cfg: IpamConfig
+  readonly nodeExists: boolean
+  readonly pools: Pool[]
+  /** This host's affinity keys of the family (all pools, key order). */
+  readonly affinityKeys: string[]
+  readonly reserved: ReservedMatcher
+}
+
+export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family, requested?: string[]): Promise<FamilySetup> {
   const use = args.use ?? 'Workload'
   validateHostName(args.host)
   const [cfg, node, allPools, affinityKeys, reservations] = await Promise.all([
@@ -112,10 +132,28 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   ])
   if (args.pools?.length) requested = [...(requested ?? []), ...poolsOfFamily(allPools, args.pools, family)]
   const pools = selectPools({pools: allPools, family, requested, nodeLabels: node?.labels ?? {}, host: args.host, use})
-  const job = new FamilyJob(ctx, cfg, args, family, pools, result, reservedMatcher(reservations))
-  await job.run(affinityKeys)
+  return {cfg, nodeExists: node !== undefined, pools, affinityKeys, reserved: reservedMatcher(reservations)}
+}
+
+/** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
+export function affineIn(affinityKeys: readonly string[], pools: readonly Pool[]): Affine[] {
+  const out: Affine[] = []
+  for (const key of affinityKeys) {
+    const parsed = parseAffinityKey(key)
+    if (parsed && pools.some((p) => containsCidr(p.cidr, parsed.cidr))) out.push({key, cidr: parsed.cidr})
+  }
+  return out
+}
+
+async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num: number, requested?: string[]): Promise<FamilyResult> {
+  const result: FamilyResult = {requested: num, ips: [], messages: []}
+  if (num === 0) return result
+  const now = ctx.clock.now()
+  const setup = await familySetup(ctx, args, family, requested)
+  const job = new FamilyJob(ctx, setup.cfg, args, family, setup.pools, result, setup.reserved)
+  await job.run(setup.affinityKeys)
   // The Node record is created on first use, but only once something was actually allocated for it.
-  if (!node && result.ips.length > 0) await ensureNode(ctx.store, args.host, now)
+  if (!setup.nodeExists && result.ips.length > 0) await ensureNode(ctx.store, args.host, now)
   return result
 }
 
@@ -143,22 +181,11 @@ class FamilyJob {
   }
 
   private record(block: Block, ordinals: number[]): void {
-    for (const o of ordinals) {
-      const v = block.cidr.base + BigInt(o)
-      const address = formatIp(block.cidr.family, v)
-      this.result.ips.push({address, family: this.family, cidr: `${address}/${block.cidr.prefix}`, block: formatCidr(block.cidr)})
-    }
+    this.result.ips.push(...assignedIps(block, ordinals))
   }
 
-  /** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
   private async affine(listed?: string[]): Promise<Affine[]> {
-    const kvs = listed ?? (await this.ctx.store.listKeys(keys.hostAffinityPrefix(this.args.host, this.family)))
-    const out: Affine[] = []
-    for (const key of kvs) {
-      const parsed = parseAffinityKey(key)
-      if (parsed && this.pools.some((p) => containsCidr(p.cidr, parsed.cidr))) out.push({key, cidr: parsed.cidr})
-    }
-    return out
+    return affineIn(listed ?? (await this.ctx.store.listKeys(keys.hostAffinityPrefix(this.args.host, this.family))), this.pools)
   }
 
   async run(affinityKeys: string[]): Promise<void> {

@@ -1,0 +1,180 @@
+// The per-node agent as a whole: one datastore connection, one writer queue, the socket server, the metrics
+// listener and the optional GC loop, started in that order and stopped in reverse.
+import fs from 'node:fs'
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {ValidationError} from '../errors.js'
+import {makeCtx} from '../ipam/context.js'
+import {validateHostName} from '../ipam/node.js'
+import {openStore as defaultOpenStore} from '../store/open.js'
+import type {DatastoreSettings} from '../store/settings.js'
+import type {Store} from '../store/store.js'
+import {Batcher} from './batcher.js'
+import {CountedStore} from './counted-store.js'
+import {GcLoop, type GcPass} from './gc-loop.js'
+import {AgentMetrics} from './metrics.js'
+import {datastoreId, validateSocketPath} from './protocol.js'
+import {createAgentServer} from './server.js'
+import {listenUnix} from './socket.js'
+
+export interface AgentOptions {
+  node: string
+  settings: DatastoreSettings
+  socket: string
+  /** `host:port` for /metrics over TCP; '' for none. Port 0 picks a free port (see RunningAgent.metricsUrl). */
+  metricsAddress: string
+  /** 0: no background GC. */
+  gcIntervalMs: number
+  gcGraceMs: number
+  batchWindowMs?: number
+  holdRepliesMs?: number
+  version: string
+  log: (line: string) => void
+  openStore?: (s: DatastoreSettings) => Promise<Store>
+}
+
+export interface RunningAgent {
+  readonly socket: string
+  readonly metricsUrl?: string
+  readonly datastore: string
+  /** Graceful: stop taking requests, answer those in flight, finish queued writes, close the store, remove the socket. */
+  stop(): Promise<void>
+}
+
+export function parseListenAddress(text: string): {host: string; port: number} {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text)
+  const port = m ? Number(m[3]) : NaN
+  if (!m || port > 65535) throw new ValidationError(`invalid --metrics-address ${JSON.stringify(text)}: use HOST:PORT, e.g. 127.0.0.1:9099`)
+  return {host: m[1] ?? m[2]!, port}
+}
+
+export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
+  validateHostName(o.node)
+  validateSocketPath(o.socket, '--socket')
+  const listen = o.metricsAddress === '' ? undefined : parseListenAddress(o.metricsAddress)
+  const inner = await (o.openStore ?? defaultOpenStore)(o.settings)
+  const cleanup: (() => Promise<unknown> | unknown)[] = [() => inner.close()]
+  const undo = async () => {
+    for (const fn of cleanup.reverse()) await Promise.resolve(fn()).catch(() => {})
+  }
+  try {
+    // Fail now, with the store's own message, rather than on the first pod.
+    await inner.revision()
+    const store = new CountedStore(inner)
+    const ctx = makeCtx(store)
+    const started = new Date()
+    const counters = {batches: 0, batchedRequests: 0, blockTransactions: 0, gcPasses: 0, gcReleased: 0, gcDeletedHandles: 0}
+    let metrics: AgentMetrics
+    const batcher = new Batcher(ctx, {
+      windowMs: o.batchWindowMs,
+      holdRepliesMs: o.holdRepliesMs,
+      onBatch: (n) => {
+        counters.batches++
+        counters.batchedRequests += n
+        metrics.batchSize.observe(n)
+      },
+      onBlockTxn: () => {
+        counters.blockTransactions++
+        metrics.blockTxns.inc()
+      },
+    })
+    metrics = new AgentMetrics(ctx, store.counts, () => batcher.depth)
+    const id = datastoreId(o.settings)
+    let metricsUrl: string | undefined
+    const {server, draining} = createAgentServer({
+      ctx,
+      batcher,
+      metrics,
+      node: o.node,
+      datastoreId: id,
+      log: o.log,
+      status: () => ({
+        node: o.node,
+        datastore: store.description,
+        datastoreId: id,
+        socket: o.socket,
+        metrics: metricsUrl ?? null,
+        pid: process.pid,
+        version: o.version,
+        startedAt: started.toISOString(),
+        uptimeSeconds: Math.round((Date.now() - started.getTime()) / 1000),
+        queued: batcher.depth,
+        counters: {...counters, datastoreRoundTrips: {...store.counts.calls}, casConflicts: store.counts.conflicts},
+      }),
+    })
+    await listenUnix(server, o.socket)
+    // Remove the socket only while it is still ours: a successor may have bound the path already.
+    const ino = fs.statSync(o.socket).ino
+    const removeSocket = () => {
+      if (fs.lstatSync(o.socket, {throwIfNoEntry: false})?.ino === ino) fs.rmSync(o.socket, {force: true})
+    }
+    cleanup.push(removeSocket)
+    cleanup.push(() => new Promise((r) => server.close(r)))
+    let metricsServer: http.Server | undefined
+    if (listen) {
+      const ms = http.createServer((req, res) => {
+        if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+          res.writeHead(404, {'Content-Type': 'text/plain'}).end('only /metrics here\n')
+          return
+        }
+        metrics.render().then(
+          (text) => res.writeHead(200, {'Content-Type': metrics.contentType}).end(text),
+          (err: Error) => res.writeHead(503, {'Content-Type': 'text/plain'}).end(`${err.message}\n`),
+        )
+      })
+      await new Promise<void>((resolve, reject) => {
+        ms.once('error', reject)
+        ms.listen(listen.port, listen.host, () => resolve())
+      })
+      metricsServer = ms
+      cleanup.push(() => new Promise((r) => ms.close(r)))
+      const a = ms.address() as AddressInfo
+      metricsUrl = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`
+    }
+    let gc: GcLoop | undefined
+    if (o.gcIntervalMs > 0) {
+      gc = new GcLoop(ctx, {
+        intervalMs: o.gcIntervalMs,
+        graceMs: o.gcGraceMs,
+        exclusive: (fn) => batcher.alone(fn),
+        onPass: (p: GcPass) => {
+          counters.gcPasses++
+          metrics.setLeaks({addresses: p.candidates + p.tooYoung, handles: p.leakedHandles})
+          if (p.deferred > 0) metrics.gcActions.inc({action: 'deferred'}, p.deferred)
+          const r = p.result
+          if (!r) return
+          counters.gcReleased += r.released.length
+          counters.gcDeletedHandles += r.deletedHandles.length
+          for (const [action, n] of [['released', r.released.length], ['skipped', r.skippedIps.length], ['handle_deleted', r.deletedHandles.length], ['handle_skipped', r.skippedHandles.length]] as const) {
+            if (n > 0) metrics.gcActions.inc({action}, n)
+          }
+          if (r.released.length + r.deletedHandles.length > 0) o.log(`GC released ${r.released.join(', ') || 'no addresses'}; deleted handles ${r.deletedHandles.join(', ') || 'none'}`)
+        },
+        onError: (err) => o.log(`GC pass failed: ${(err as Error).message}`),
+      })
+      gc.start()
+    }
+    o.log(`ready on ${o.socket} (node ${o.node}, datastore ${store.description}${metricsUrl ? `, metrics ${metricsUrl}` : ''}${gc ? `, gc every ${o.gcIntervalMs / 1000} s` : ''})`)
+    let stopping: Promise<void> | undefined
+    return {
+      socket: o.socket,
+      metricsUrl,
+      datastore: store.description,
+      stop: () =>
+        (stopping ??= (async () => {
+          // New connections are refused from here on (the socket file goes too, so plugins go direct).
+          server.close()
+          removeSocket()
+          await gc?.stop()
+          await draining()
+          await batcher.drain()
+          server.closeAllConnections()
+          metricsServer?.closeAllConnections()
+          await undo()
+        })()),
+    }
+  } catch (err) {
+    await undo()
+    throw err
+  }
+}

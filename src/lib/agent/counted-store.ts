@@ -1,0 +1,54 @@
+// A Store that counts what it does: every call is one datastore round trip, and a transaction whose guards
+// fail is a lost compare-and-swap race (the retry helper then re-reads and tries again). The agent exports
+// both as metrics, which is how its batching shows: fewer round trips and conflicts per allocation.
+import type {Condition, KeyValue, Store, TxnResult, WriteOp} from '../store/store.js'
+
+export type StoreOp = 'get' | 'list' | 'listKeys' | 'txn' | 'revision'
+
+export interface StoreCounts {
+  /** Round trips by operation. */
+  calls: Record<StoreOp, number>
+  /** Transactions whose guards failed. */
+  conflicts: number
+}
+
+export class CountedStore implements Store {
+  readonly counts: StoreCounts = {calls: {get: 0, list: 0, listKeys: 0, txn: 0, revision: 0}, conflicts: 0}
+
+  constructor(private readonly inner: Store) {}
+
+  get description(): string {
+    return this.inner.description
+  }
+
+  get(key: string): Promise<KeyValue | undefined> {
+    this.counts.calls.get++
+    return this.inner.get(key)
+  }
+
+  list(prefix: string): Promise<KeyValue[]> {
+    this.counts.calls.list++
+    return this.inner.list(prefix)
+  }
+
+  listKeys(prefix: string): Promise<string[]> {
+    this.counts.calls.listKeys++
+    return this.inner.listKeys(prefix)
+  }
+
+  async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
+    this.counts.calls.txn++
+    const r = await this.inner.txn(conditions, ops)
+    if (!r.succeeded) this.counts.conflicts++
+    return r
+  }
+
+  revision(): Promise<bigint> {
+    this.counts.calls.revision++
+    return this.inner.revision()
+  }
+
+  close(): Promise<void> {
+    return this.inner.close()
+  }
+}

@@ -1,0 +1,148 @@
+// The agent's Prometheus metrics. Pool and block gauges are read from the datastore at scrape time with the
+// functions `ipam show` uses (utilization, borrowedIps, listBlocks), so they are what `ipam show -o json`
+// says for the same store at that moment. Leak candidates come from `ipam check`'s scan, which reads every
+// block, handle and endpoint: it is cached for LEAK_SCAN_TTL_MS (the GC loop refreshes it on each pass).
+import {Counter, Gauge, Histogram, Registry} from 'prom-client'
+import {checkIpam} from '../ipam/check.js'
+import type {Ctx} from '../ipam/context.js'
+import {ownerHost} from '../ipam/block.js'
+import {borrowedIps, listBlocks, utilization} from '../ipam/query.js'
+import {containsIp, parseCidr, parseIp} from '../net/cidr.js'
+import type {StoreCounts, StoreOp} from './counted-store.js'
+
+export const LEAK_SCAN_TTL_MS = 60_000
+
+export interface LeakCounts {
+  /** Leaked addresses (allocated, not cooling down, no endpoint), grace period or not. */
+  addresses: number
+  handles: number
+}
+
+export class AgentMetrics {
+  readonly registry = new Registry()
+  private readonly pool = {
+    capacity: this.gauge('ipamctl_pool_capacity_addresses', 'Addresses in the pool (ipam show: IPS TOTAL).', ['pool', 'cidr']),
+    inUse: this.gauge('ipamctl_pool_in_use_addresses', 'Allocated addresses, cooling-down ones included (ipam show: IPS IN USE).', ['pool', 'cidr']),
+    free: this.gauge('ipamctl_pool_free_addresses', 'Addresses that can be allocated (ipam show: IPS FREE).', ['pool', 'cidr']),
+    reserved: this.gauge('ipamctl_pool_reserved_addresses', 'Addresses held back by IPReservations (ipam show: IPS RESERVED).', ['pool', 'cidr']),
+    borrowed: this.gauge('ipamctl_pool_borrowed_addresses', 'Addresses allocated to a node other than their block\'s owner (ipam show --show-borrowed).', ['pool', 'cidr']),
+  }
+  private readonly nodeBlocks = this.gauge('ipamctl_node_blocks', 'Allocation blocks affine to each node.', ['node'])
+  private readonly leakedAddresses = this.gauge('ipamctl_leak_candidate_addresses', 'Allocated addresses no workload endpoint uses (ipam check: leaked), as of the last scan.', [])
+  private readonly leakedHandles = this.gauge('ipamctl_leaked_handles', 'Handles no allocation refers to (ipam check), as of the last scan.', [])
+  private readonly queueDepth = this.gauge('ipamctl_agent_queue_depth', 'Requests waiting for the agent\'s writer.', [])
+  readonly allocationSeconds = new Histogram({
+    name: 'ipamctl_allocation_duration_seconds',
+    help: 'Time from an assign request\'s arrival to its reply.',
+    labelNames: ['op', 'outcome'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  })
+  readonly releaseSeconds = new Histogram({
+    name: 'ipamctl_release_duration_seconds',
+    help: 'Time from a release request\'s arrival to its reply.',
+    labelNames: ['outcome'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  })
+  readonly requests = new Counter({name: 'ipamctl_agent_requests_total', help: 'Requests by operation and outcome (ok, error, rejected).', labelNames: ['op', 'outcome'], registers: [this.registry]})
+  readonly batchSize = new Histogram({
+    name: 'ipamctl_agent_batch_size',
+    help: 'Auto-assign requests served per batch (its _count is the number of batches).',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+    registers: [this.registry],
+  })
+  readonly blockTxns = new Counter({
+    name: 'ipamctl_agent_block_transactions_total',
+    help: 'Batched block transactions (one block and the handles of every request it served).',
+    registers: [this.registry],
+  })
+  readonly gcActions = new Counter({
+    name: 'ipamctl_gc_actions_total',
+    help: 'Background GC: released / skipped addresses, deleted / skipped handles, candidates deferred to the next pass.',
+    labelNames: ['action'],
+    registers: [this.registry],
+  })
+  private readonly roundTrips = new Counter({name: 'ipamctl_datastore_round_trips_total', help: 'Datastore requests by operation.', labelNames: ['op'], registers: [this.registry]})
+  private readonly conflicts = new Counter({
+    name: 'ipamctl_datastore_cas_conflicts_total',
+    help: 'Transactions whose compare-and-swap guards failed (each is retried after a re-read).',
+    registers: [this.registry],
+  })
+  private readonly reported: StoreCounts = {calls: {get: 0, list: 0, listKeys: 0, txn: 0, revision: 0}, conflicts: 0}
+  private leaks: {at: number; counts: LeakCounts} | undefined
+  private refreshing: Promise<void> | undefined
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly counts: StoreCounts,
+    private readonly depth: () => number,
+  ) {}
+
+  private gauge(name: string, help: string, labelNames: string[]): Gauge {
+    return new Gauge({name, help, labelNames, registers: [this.registry]})
+  }
+
+  /** A GC pass's scan doubles as the leak scan. */
+  setLeaks(counts: LeakCounts): void {
+    this.leaks = {at: Date.now(), counts}
+  }
+
+  /** The text exposition, with every datastore-derived value read now. */
+  async render(): Promise<string> {
+    // Concurrent scrapes share one refresh.
+    this.refreshing ??= this.refresh().finally(() => {
+      this.refreshing = undefined
+    })
+    await this.refreshing
+    return this.registry.metrics()
+  }
+
+  get contentType(): string {
+    return this.registry.contentType
+  }
+
+  private async refresh(): Promise<void> {
+    const [usage, borrowed, blocks] = await Promise.all([utilization(this.ctx), borrowedIps(this.ctx), listBlocks(this.ctx)])
+    if (!this.leaks || Date.now() - this.leaks.at > LEAK_SCAN_TTL_MS) {
+      const r = await checkIpam(this.ctx)
+      this.setLeaks({addresses: r.leaked.length, handles: r.leakedHandles.length})
+    }
+    // Reset first: a deleted pool or a node without blocks must disappear, not keep its last value.
+    for (const g of Object.values(this.pool)) g.reset()
+    const ranges = usage.map((u) => (u.cidr ? parseCidr(u.cidr) : undefined))
+    for (const u of usage) {
+      const labels = {pool: u.name, cidr: u.cidr}
+      this.pool.capacity.set(labels, Number(u.capacity))
+      this.pool.inUse.set(labels, Number(u.inUse))
+      this.pool.free.set(labels, Number(u.free))
+      this.pool.reserved.set(labels, Number(u.reserved))
+      this.pool.borrowed.set(labels, 0)
+    }
+    for (const b of borrowed.borrowed) {
+      const ip = parseIp(b.ip)
+      let i = ranges.findIndex((r) => r !== undefined && containsIp(r, ip))
+      // Not in any pool: it is in an orphaned block, which utilization() groups last.
+      if (i < 0) i = usage.findIndex((u) => u.cidr === '')
+      if (i >= 0) this.pool.borrowed.inc({pool: usage[i]!.name, cidr: usage[i]!.cidr})
+    }
+    this.nodeBlocks.reset()
+    const perNode = new Map<string, number>()
+    for (const {block} of blocks) {
+      const host = ownerHost(block)
+      if (host !== undefined) perNode.set(host, (perNode.get(host) ?? 0) + 1)
+    }
+    for (const [node, n] of perNode) this.nodeBlocks.set({node}, n)
+    this.leakedAddresses.set(this.leaks!.counts.addresses)
+    this.leakedHandles.set(this.leaks!.counts.handles)
+    this.queueDepth.set(this.depth())
+    // Counters mirror the store's own counts (including this refresh's reads).
+    for (const op of Object.keys(this.counts.calls) as StoreOp[]) {
+      const d = this.counts.calls[op] - this.reported.calls[op]
+      if (d > 0) this.roundTrips.inc({op}, d)
+      this.reported.calls[op] = this.counts.calls[op]
+    }
+    if (this.counts.conflicts > this.reported.conflicts) this.conflicts.inc(this.counts.conflicts - this.reported.conflicts)
+    this.reported.conflicts = this.counts.conflicts
+  }
+}

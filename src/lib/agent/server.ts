@@ -1,0 +1,185 @@
+// The agent's HTTP side: routes, body limits and validation, and the mapping of every outcome to a JSON reply.
+// Nothing a client sends can crash the agent: malformed HTTP, bodies over the limit, bad JSON, unknown paths
+// and wrong types all get a JSON error with a 4xx status; an unexpected exception is a 500 for that request.
+import http from 'node:http'
+import type {Socket} from 'node:net'
+import {assignIp} from '../ipam/assign-ip.js'
+import type {Ctx} from '../ipam/context.js'
+import {releaseIps} from '../ipam/release.js'
+import {addAddresses, type Allocator, releaseHandles} from '../cni/ipam-plugin.js'
+import type {Batcher} from './batcher.js'
+import type {AgentMetrics} from './metrics.js'
+import {type ErrorBody, errorReply, MAX_BODY_BYTES, parseAssign, parseAssignIp, parseRelease, type ReleaseReply, type Target} from './protocol.js'
+
+export interface AgentCore {
+  readonly ctx: Ctx
+  readonly batcher: Batcher
+  readonly metrics: AgentMetrics
+  readonly node: string
+  readonly datastoreId: string
+  status(): Record<string, unknown>
+  log(line: string): void
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ErrorBody,
+  ) {
+    super(body.message)
+  }
+}
+
+function send(res: http.ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
+  if (res.headersSent || res.destroyed) return
+  const text = typeof body === 'string' ? body : JSON.stringify(body)
+  const headers: http.OutgoingHttpHeaders = {'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text)}
+  // An error may leave part of the request unread: never reuse that connection.
+  if (status >= 400) headers.Connection = 'close'
+  res.writeHead(status, headers)
+  res.end(text)
+}
+
+function readBody(req: http.IncomingMessage): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? 0)
+  if (declared > MAX_BODY_BYTES) return Promise.reject(new HttpError(413, {type: 'ValidationError', message: `request body over ${MAX_BODY_BYTES} bytes`}))
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    req.on('data', (b: Buffer) => {
+      size += b.length
+      if (size > MAX_BODY_BYTES) {
+        reject(new HttpError(413, {type: 'ValidationError', message: `request body over ${MAX_BODY_BYTES} bytes`}))
+        return
+      }
+      chunks.push(b)
+    })
+    req.on('error', reject)
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')))
+      } catch (err) {
+        reject(new HttpError(400, {type: 'ValidationError', message: `request body is not JSON: ${(err as Error).message}`}))
+      }
+    })
+  })
+}
+
+/** Drain limit for a refused body; past it the connection is cut. */
+const MAX_DRAIN_BYTES = 64 * MAX_BODY_BYTES
+
+/**
+ * Read and drop whatever is left of a refused request's body. Replying first and closing with unread data
+ * makes the kernel reset the connection, and the client would lose the reply along with it.
+ */
+function drained(req: http.IncomingMessage): Promise<void> {
+  if (req.complete || req.destroyed) return Promise.resolve()
+  return new Promise((resolve) => {
+    let n = 0
+    req.on('data', (b: Buffer) => {
+      n += b.length
+      if (n > MAX_DRAIN_BYTES) req.socket.destroy()
+    })
+    req.once('end', resolve)
+    req.once('close', resolve)
+    req.resume()
+  })
+}
+
+/** A request for another node or datastore is not ours: the caller goes to the datastore itself. */
+function checkTarget(core: AgentCore, t: Target): void {
+  if (t.node !== core.node) throw new HttpError(421, {type: 'Misdirected', message: `this agent serves node ${core.node}, not ${t.node}`, direct: true})
+  if (t.datastore !== core.datastoreId) {
+    throw new HttpError(421, {type: 'Misdirected', message: `this agent serves datastore ${core.datastoreId}, not ${t.datastore}`, direct: true})
+  }
+}
+
+export function createAgentServer(core: AgentCore): {server: http.Server; draining: () => Promise<void>} {
+  let closing = false
+  let inFlight = 0
+  let idle: (() => void) | undefined
+  const {ctx, batcher, metrics} = core
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> => {
+    const url = (req.url ?? '/').split('?')[0]
+    const route = `${req.method} ${url}`
+    if (route === 'GET /v1/status') return core.status()
+    if (route === 'GET /metrics') {
+      send(res, 200, await metrics.render(), metrics.contentType)
+      return undefined
+    }
+    const ops: Record<string, true> = {'/v1/assign': true, '/v1/assign-ip': true, '/v1/release': true}
+    if (!ops[url!]) throw new HttpError(url === '/v1/status' || url === '/metrics' ? 405 : 404, {type: 'ValidationError', message: `unknown operation ${req.method} ${url}`})
+    if (req.method !== 'POST') throw new HttpError(405, {type: 'ValidationError', message: `${url} takes POST`})
+    const body = await readBody(req)
+    if (closing) throw new HttpError(503, {type: 'ShuttingDown', message: 'the agent is shutting down', direct: true})
+    // Whether the client has gone (killed, timed out) before its request is taken into a batch.
+    let gone = false
+    res.on('close', () => {
+      gone = !res.writableFinished
+    })
+    const log: string[] = []
+    const alloc: Allocator = {
+      autoAssign: (args) => batcher.autoAssign(args, () => gone),
+      assignIp: (args) => batcher.alone(() => assignIp(ctx, args)),
+      releaseIps: (options) => batcher.alone(() => releaseIps(ctx, options)),
+    }
+    if (url === '/v1/assign') {
+      const r = parseAssign(body)
+      checkTarget(core, r)
+      const result = await addAddresses(ctx, {...r, ip: undefined}, alloc, (l) => log.push(l))
+      return {result, log}
+    }
+    if (url === '/v1/assign-ip') {
+      const r = parseAssignIp(body)
+      checkTarget(core, r)
+      const result = await addAddresses(ctx, {...r, num4: 0, num6: 0, ipv4Pools: [], ipv6Pools: [], maxBlocksPerHost: 0}, alloc, (l) => log.push(l))
+      return {result, log}
+    }
+    const r = parseRelease(body)
+    checkTarget(core, r)
+    return batcher.alone(async (): Promise<ReleaseReply> => {
+      const h = r.handles.length > 0 ? await releaseHandles(ctx, r.handles, (l) => log.push(l)) : {released: [], missing: []}
+      const ips = r.ips.length > 0 ? await releaseIps(ctx, r.ips.map((ip) => ({ip}))) : {released: [], unallocated: []}
+      return {released: [...h.released, ...ips.released], missing: [...h.missing, ...ips.unallocated], log}
+    })
+  }
+
+  const server = http.createServer({requestTimeout: 60_000, headersTimeout: 10_000}, (req, res) => {
+    const t0 = performance.now()
+    inFlight++
+    const op = (req.url ?? '').split('?')[0]!.replace(/^\/v1\//, '')
+    handle(req, res)
+      .then((reply) => {
+        if (reply !== undefined) send(res, 200, reply)
+        return 'ok'
+      })
+      .catch(async (err: unknown) => {
+        const {status, body} = err instanceof HttpError ? {status: err.status, body: {error: err.body}} : errorReply(err)
+        if (status >= 500 && !(err instanceof HttpError)) core.log(`${req.method} ${req.url}: ${body.error.message}`)
+        await drained(req)
+        send(res, status, body)
+        return err instanceof HttpError ? 'rejected' : 'error'
+      })
+      .then((outcome) => {
+        if (op === 'assign' || op === 'assign-ip') metrics.allocationSeconds.observe({op, outcome}, (performance.now() - t0) / 1000)
+        if (op === 'release') metrics.releaseSeconds.observe({outcome}, (performance.now() - t0) / 1000)
+        if (op === 'assign' || op === 'assign-ip' || op === 'release') metrics.requests.inc({op, outcome})
+        if (--inFlight === 0) idle?.()
+      })
+  })
+  // Bytes that are not HTTP at all: a JSON reply, then close (the default would answer without a body).
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable) return socket.destroy()
+    const text = JSON.stringify({error: {type: 'ValidationError', message: `malformed HTTP request: ${err.code ?? err.message}`}})
+    socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`)
+  })
+  return {
+    server,
+    /** Stop taking work; resolves when every request in flight has been answered. */
+    async draining() {
+      closing = true
+      if (inFlight > 0) await new Promise<void>((r) => (idle = r))
+    },
+  }
+}

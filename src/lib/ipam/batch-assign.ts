@@ -1,0 +1,132 @@
+// Auto-assign for many requests of one host at once (the per-node agent's batches). Addresses for every
+// request that fits come from the host's confirmed affine blocks, ONE guarded transaction per block (the
+// block and every handle it serves), instead of one transaction per request racing the others for the same
+// block. Whatever a batch cannot serve that way (no affine block yet, blocks full, a pending affinity, another
+// pool selection) is finished by plain autoAssign, request by request, so results are those of autoAssign:
+// same pools, same blocks in the same order, same claim/borrow rules and messages.
+import type {Family} from '../net/cidr.js'
+import {type Affine, affineIn, assignedIps, type AutoAssignArgs, autoAssign, type FamilyResult, familySetup, type FamilySetup, ownerAttribute, validateCounts} from './autoassign.js'
+import {takeOrdinals} from './block.js'
+import {type Ctx, loadBlock, withRetry, WriteBatch} from './context.js'
+import {ensureNode} from './node.js'
+import {decodeAffinity} from './records.js'
+
+/** Handles per block transaction: with the block that is ≤ 100 operations, below etcd's default limit of 128. */
+export const MAX_HANDLES_PER_TXN = 99
+
+export type BatchOutcome = {ok: {v4: FamilyResult; v6: FamilyResult}} | {error: unknown}
+
+export interface BatchHooks {
+  /** One block transaction committed for `requests` requests. */
+  onBlockTxn?: (requests: number) => void
+}
+
+interface Item {
+  readonly args: AutoAssignArgs
+  readonly result: {4: FamilyResult; 6: FamilyResult}
+  /** Families autoAssign has had its turn at: whatever is still missing then is a shortfall, not a retry. */
+  readonly finished: Set<Family>
+  error?: unknown
+}
+
+/** The next request still short of family `f` that nothing failed; done ones leave the line. */
+function next(items: readonly Item[], f: Family): Item | undefined {
+  return items.find((it) => it.error === undefined && remaining(it, f) > 0 && !it.finished.has(f))
+}
+
+const want = (it: Item, f: Family): number => (f === 4 ? it.args.num4 : it.args.num6)
+const remaining = (it: Item, f: Family): number => it.result[f].requested - it.result[f].ips.length
+
+/** Requests that may share a batch for family `f`: same host and the same pool selection inputs. */
+function groupKey(a: AutoAssignArgs, f: Family): string {
+  return JSON.stringify([a.host, f === 4 ? a.pools4 ?? [] : a.pools6 ?? [], a.pools ?? [], a.maxBlocksPerHost ?? 0, a.use ?? 'Workload'])
+}
+
+export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArgs[], hooks: BatchHooks = {}): Promise<BatchOutcome[]> {
+  const items: Item[] = requests.map((args) => ({args, finished: new Set<Family>(), result: {4: {requested: args.num4, ips: [], messages: []}, 6: {requested: args.num6, ips: [], messages: []}}}))
+  for (const it of items) {
+    try {
+      validateCounts(it.args)
+    } catch (err) {
+      it.error = err
+    }
+  }
+  // As autoAssign: all of IPv4 first, then IPv6; a request that failed in IPv4 gets no IPv6.
+  for (const f of [4, 6] as const) {
+    const groups = new Map<string, Item[]>()
+    for (const it of items) {
+      if (it.error !== undefined || want(it, f) === 0) continue
+      const k = groupKey(it.args, f)
+      groups.set(k, [...(groups.get(k) ?? []), it])
+    }
+    const fill = async () => {
+      for (const group of groups.values()) await fillGroup(ctx, group, f, hooks)
+    }
+    await fill()
+    for (let it = next(items, f); it; it = next(items, f)) {
+      const before = it.result[f].ips.length
+      it.finished.add(f)
+      try {
+        const r = await autoAssign(ctx, {...it.args, num4: f === 4 ? remaining(it, f) : 0, num6: f === 6 ? remaining(it, f) : 0})
+        it.result[f].ips.push(...r[f === 4 ? 'v4' : 'v6'].ips)
+        it.result[f].messages.push(...r[f === 4 ? 'v4' : 'v6'].messages)
+      } catch (err) {
+        it.error = err
+      }
+      // It found room (typically a block it just claimed): the others share that in one transaction again.
+      // When it found none, the others are left to autoAssign one by one, with its messages.
+      if (it.result[f].ips.length > before && next(items, f)) await fill()
+    }
+  }
+  return items.map((it) => (it.error !== undefined ? {error: it.error} : {ok: {v4: it.result[4], v6: it.result[6]}}))
+}
+
+/** Serve what the group's confirmed affine blocks can, in affinity key order. */
+async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks): Promise<void> {
+  let setup: FamilySetup
+  try {
+    setup = await familySetup(ctx, group[0]!.args, f, f === 4 ? group[0]!.args.pools4 : group[0]!.args.pools6)
+  } catch (err) {
+    for (const it of group) it.error = err
+    return
+  }
+  let allocated = false
+  for (const a of affineIn(setup.affinityKeys, setup.pools)) {
+    const pending = group.filter((it) => it.error === undefined && remaining(it, f) > 0 && !it.finished.has(f))
+    if (pending.length === 0) break
+    for (let i = 0; i < pending.length; i += MAX_HANDLES_PER_TXN) {
+      const chunk = pending.slice(i, i + MAX_HANDLES_PER_TXN)
+      try {
+        allocated = (await fillFromBlock(ctx, setup, a, chunk, f, hooks)) || allocated
+      } catch (err) {
+        for (const it of chunk) it.error = err
+      }
+    }
+  }
+  // As autoAssign: the Node record is created on first use, once something was allocated for it.
+  if (allocated && !setup.nodeExists) await ensureNode(ctx.store, group[0]!.args.host, ctx.clock.now())
+}
+
+/**
+ * One transaction: block + the handles of `chunk`. Only a confirmed affinity whose block exists and is still
+ * ours is used here; the repairs autoAssign makes for the other cases are left to it.
+ */
+async function fillFromBlock(ctx: Ctx, setup: FamilySetup, a: Affine, chunk: Item[], f: Family, hooks: BatchHooks): Promise<boolean> {
+  const host = chunk[0]!.args.host
+  return withRetry(ctx, async () => {
+    const batch = new WriteBatch(ctx)
+    for (const it of chunk) batch.prefetchHandle(it.args.handle)
+    const [affKv, loaded] = await Promise.all([ctx.store.get(a.key), loadBlock(ctx, a.cidr, setup.cfg.ipCooldownSeconds)])
+    if (!affKv || !loaded || decodeAffinity(affKv.value) !== 'confirmed' || loaded.block.affinity !== `host:${host}`) return false
+    const block = loaded.block
+    const skip = setup.reserved.skipFor(block.cidr)
+    const taken = chunk.map((it) => takeOrdinals(block, remaining(it, f), ownerAttribute(host, it.args.handle, it.args.attrs), skip))
+    if (taken.every((t) => t.length === 0)) return false
+    batch.putBlock(block, loaded.kv)
+    chunk.forEach((it, i) => batch.countHandle(it.args.handle, block.cidr, taken[i]!.length))
+    await batch.commit()
+    hooks.onBlockTxn?.(taken.filter((t) => t.length > 0).length)
+    chunk.forEach((it, i) => it.result[f].ips.push(...assignedIps(block, taken[i]!)))
+    return true
+  })
+}
