@@ -42,7 +42,7 @@ describe('ipamctl agent on etcd', { skip: etcdSkipReason }, () => {
     assert.equal(r.stderr, '');
     got.set('traced', resultIp(r.stdout));
     const modules = fs.readFileSync(trace, 'utf8').split('\n');
-    assert.ok(modules.some((m) => /\/dist\/(lib\/cni\/ipam-main\.js|cni\/load\.cjs)$/.test(m)), 'the trace saw the plugin');
+    assert.ok(modules.some((m) => /\/(dist\/lib\/cni\/ipam-main\.js|bin\/load-bundle\.cjs)$/.test(m)), 'the trace saw the plugin');
     assert.deepEqual(modules.filter((m) => /\/node_modules\/(etcd3|@grpc|prom-client)\//.test(m)), []);
   });
 

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { type ProcResult, runProcess } from './process.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const RUN = path.join(ROOT, 'bin', 'run.js');
-const IPAM = path.join(ROOT, 'bin', 'ipamctl-ipam.js');
+const RUN = path.join(ROOT, 'bin', 'run.cjs');
+const IPAM = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
 
 const live = new Set<ChildProcess>();
 process.on('exit', () => {
