@@ -6,6 +6,7 @@ import {randomBytes} from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import {DatastoreUnavailableError, IpamError, ValidationError} from '../errors.js'
+import {readTextFile} from '../files.js'
 import {openStore} from '../store/open.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import {decodeWorkloadEndpoint, endpointKey} from '../workload/endpoint.js'
@@ -37,12 +38,7 @@ const DEFAULT_CONF = {cniVersion: '1.0.0', name: 'k8s-pod-network', type: 'ipamc
 function loadConf(req: ManualRequest): Record<string, unknown> {
   let conf: Record<string, unknown> = {...DEFAULT_CONF}
   if (req.confFile) {
-    let text: string
-    try {
-      text = fs.readFileSync(req.confFile, 'utf8')
-    } catch (err) {
-      throw new ValidationError(`cannot read netconf ${req.confFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-    }
+    const text = readTextFile(req.confFile, 'netconf')
     try {
       conf = JSON.parse(text) as Record<string, unknown>
     } catch (err) {

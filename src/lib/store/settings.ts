@@ -3,6 +3,7 @@
 import fs from 'node:fs'
 import {parse as parseYaml} from 'yaml'
 import {ValidationError} from '../errors.js'
+import {readTextFile} from '../files.js'
 import {defaultDatastorePath} from './sqlite.js'
 
 export type DatastoreType = 'embedded' | 'etcdv3'
@@ -40,13 +41,8 @@ type FileSpec = Partial<Record<'datastoreType' | 'etcdEndpoints' | 'etcdKeyFile'
 
 /** Read a calicoctl-style config file. A missing default file is fine; a missing explicit one is an error. */
 export function readConfigFile(file: string, explicit: boolean): FileSpec | undefined {
-  let text: string
-  try {
-    text = fs.readFileSync(file, 'utf8')
-  } catch (err) {
-    if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw new ValidationError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-  }
+  if (!explicit && !fs.existsSync(file)) return undefined
+  const text = readTextFile(file, 'config file')
   let doc: unknown
   try {
     doc = parseYaml(text)
