@@ -100,6 +100,8 @@ export async function manualAdd(req: ManualRequest): Promise<{containerId: strin
   const ns = netnsPath(req.netns)
   if (req.createNetns && !fs.existsSync(ns)) {
     if (req.netns.includes('/')) throw new ValidationError('--create-netns needs a netns NAME, not a path')
+    // The name goes to ip(8) as an argument: one that starts with "-" would be read as an option.
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/.test(req.netns)) throw new ValidationError(`invalid netns name ${JSON.stringify(req.netns)}: use letters, digits, "_", "." and "-"`)
     execFileSync('ip', ['netns', 'add', req.netns], {stdio: 'pipe'})
   }
   const conf = loadConf(req)
