@@ -62,8 +62,11 @@ export class SqliteStore implements Store {
       db.pragma('synchronous = FULL')
       // WAL is a property of the file, set at creation; only repair it if someone changed it since.
       if (db.pragma('journal_mode', {simple: true}) !== 'wal') db.pragma('journal_mode = WAL')
-      db.exec(SCHEMA)
+      // The schema statements are writes: run them only on a file that lacks the tables, so that opening (and
+      // every read-only command) neither waits for another process's write lock nor fails on a read-only file.
+      if (db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')").pluck().get() !== 2) db.exec(SCHEMA)
     } catch (err) {
+      if (((err as {code?: string}).code ?? '').startsWith('SQLITE_BUSY')) throw busyError(file, err)
       throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}`, {cause: err})
     }
     return new SqliteStore(file, db)
@@ -74,9 +77,7 @@ export class SqliteStore implements Store {
       return fn()
     } catch (err) {
       const code = (err as {code?: string}).code ?? ''
-      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-        throw new DatastoreUnavailableError(`embedded datastore ${this.file} is busy: another process held its lock too long; try again`, {cause: err})
-      }
+      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) throw busyError(this.file, err)
       if (code.startsWith('SQLITE_')) {
         throw new DatastoreUnavailableError(`embedded datastore ${this.file} failed: ${describe(err)}`, {cause: err})
       }
@@ -187,6 +188,10 @@ function prepareStatements(db: Database.Database) {
 
 function toKv(r: Row): KeyValue {
   return {key: r.key, value: r.value, modRevision: BigInt(r.mod_revision)}
+}
+
+function busyError(file: string, cause: unknown): DatastoreUnavailableError {
+  return new DatastoreUnavailableError(`embedded datastore ${file} is busy: another process held its lock too long; try again`, {cause})
 }
 
 function describe(err: unknown): string {
