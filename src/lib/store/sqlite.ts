@@ -67,7 +67,7 @@ export class SqliteStore implements Store {
       if (db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')").pluck().get() !== 2) db.exec(SCHEMA)
     } catch (err) {
       if (((err as {code?: string}).code ?? '').startsWith('SQLITE_BUSY')) throw busyError(file, err)
-      throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}`, {cause: err})
+      throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}${storageHint(file)}`, {cause: err})
     }
     return new SqliteStore(file, db)
   }
@@ -188,6 +188,23 @@ function prepareStatements(db: Database.Database) {
 
 function toKv(r: Row): KeyValue {
   return {key: r.key, value: r.value, modRevision: BigInt(r.mod_revision)}
+}
+
+/**
+ * SQLite reports a full or read-only file system as "disk I/O error" or "unable to open database file" (WAL mode
+ * must create FILE-wal and FILE-shm beside the store, even to read): say which it is.
+ */
+function storageHint(file: string): string {
+  const dir = path.dirname(file)
+  try {
+    if (fs.statfsSync(dir).bavail === 0) return ` (no space left on the file system of ${dir})`
+    fs.accessSync(dir, fs.constants.W_OK)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EROFS') return ` (${dir} is on a read-only file system)`
+    if (code === 'EACCES' || code === 'EPERM') return ` (${dir} is not writable)`
+  }
+  return ''
 }
 
 function busyError(file: string, cause: unknown): DatastoreUnavailableError {
