@@ -74,6 +74,8 @@ export function parseEndpoints(v: string, where: string): string[] {
   const list = v.split(',').map((s) => s.trim()).filter(Boolean)
   if (list.length === 0) throw new ValidationError(`${where}: no etcd endpoint given`)
   for (const e of list) {
+    // Never echoed: user:password@ would put the password in every error message and in `datastore status`.
+    if (e.includes('@')) throw new ValidationError(`${where}: an etcd endpoint must not contain credentials (user:password@); use ETCD_USERNAME and ETCD_PASSWORD or the config file`)
     if (!/^https?:\/\/[^/\s]+:\d+\/?$/.test(e)) throw new ValidationError(`${where}: invalid etcd endpoint ${JSON.stringify(e)}: expected http(s)://HOST:PORT`)
   }
   return list.map((e) => e.replace(/\/$/, ''))
