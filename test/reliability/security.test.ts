@@ -206,6 +206,19 @@ describe('no shell, ever', () => {
   });
 });
 
+describe('TLS verification cannot be switched off', () => {
+  test('src/ has no option that disables certificate or host name checks', () => {
+    const text = fs
+      .readdirSync(path.join(SRC, 'lib', 'store'))
+      .map((f) => fs.readFileSync(path.join(SRC, 'lib', 'store', f), 'utf8'))
+      .join('\n');
+    assert.match(text, /rootCertificate/, 'the etcd client is given the CA');
+    for (const off of [/rejectUnauthorized\s*:\s*false/, /checkServerIdentity/, /NODE_TLS_REJECT_UNAUTHORIZED/, /ssl_target_name_override/, /insecure/i]) {
+      assert.doesNotMatch(text, off);
+    }
+  });
+});
+
 describe('names used in paths, keys and interface names are validated', () => {
   test('host names, handles, CNI plugin types and interface names', () => {
     for (const bad of ['a/b', 'a b', 'a\nb', '', 'x'.repeat(254)]) assert.equal(isValidHostName(bad), false, JSON.stringify(bad));
