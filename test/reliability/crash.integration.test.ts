@@ -37,6 +37,8 @@ async function trials(t: TestContext, name: string, spec: string, store: Store):
   t.diagnostic(`${name}: seed ${seed} (replay with IPAMCTL_TEST_SEED=${seed})`);
   await createPools(makeCtx(store), [{name: 'crash', cidr: '10.70.0.0/16', blockSize: 26}]);
   let allocatedAfter = 0;
+  let checkCpu = 0;
+  const cpu0 = process.cpuUsage();
   for (let first = 0; first < TRIALS; first += PARALLEL) {
     const batch = Array.from({length: Math.min(PARALLEL, TRIALS - first)}, (_, i) => {
       const trial = first + i;
@@ -55,10 +57,12 @@ async function trials(t: TestContext, name: string, spec: string, store: Store):
         assert.equal(e.signal, 'SIGKILL', `trial ${trial} (seed ${seed}): the worker ended by itself (${e.code}) before the kill:\n${e.stderr}`);
       }),
     );
+    const c0 = process.cpuUsage();
     const {allocated} = await assertConsistent(store, `${name}, after trials ${first}-${first + batch.length - 1}, seed ${seed}`);
+    checkCpu += process.cpuUsage(c0).user;
     allocatedAfter = allocated;
   }
-  t.diagnostic(`${name}: ${TRIALS} kills, ${allocatedAfter} addresses left allocated by killed workers`);
+  t.diagnostic(`${name}: ${TRIALS} kills, ${allocatedAfter} addresses left allocated by killed workers; test process CPU ${Math.round(process.cpuUsage(cpu0).user / 1000)} ms, of which checks ${Math.round(checkCpu / 1000)} ms`);
   assert.ok(allocatedAfter > 0, 'the workers never allocated anything before being killed: the trials tested nothing');
 }
 
