@@ -19,7 +19,7 @@ import {etcdSkipReason, startEtcd, type EtcdServer} from '../support/etcd-server
 import {assertConsistent, fastTempDir, rng, startChurn, testSeed} from './helpers.ts';
 
 const TRIALS = 100;
-const PARALLEL = 4;
+const PARALLEL = 6;
 /** Kill between 0 and this many ms after the worker's first operation (an operation takes ~1-10 ms). */
 const MAX_DELAY_MS = 50;
 
@@ -43,7 +43,7 @@ async function trials(t: TestContext, name: string, spec: string, store: Store):
     const batch = Array.from({length: Math.min(PARALLEL, TRIALS - first)}, (_, i) => {
       const trial = first + i;
       // A few hosts, so trials share (and fight over) blocks as well as claim new ones.
-      const host = `crash-${trial % 6}`;
+      const host = `crash-${trial % 4}`;
       const delay = Math.floor(random() * MAX_DELAY_MS);
       const w = startChurn([spec, host, `t${trial}`, Math.floor(random() * 2 ** 31), 0]);
       return {trial, delay, w};

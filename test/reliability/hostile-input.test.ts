@@ -74,7 +74,6 @@ const CLI: CliCase[] = [
   ...['10.0.0.0/33', '256.1.0.0/16', ' 10.1.0.0/24', '10.1.0.0/24\n', 'fd01:::/64', 'fd01::/129', '010.1.0.0/16', '10.1.0.0/16;rm -rf /', '$(touch pwned)'].map(
     (cidr): CliCase => ({name: `pool create --cidr ${JSON.stringify(cidr)}`, args: ['pool', 'create', 'x', '--cidr', cidr], status: 2}),
   ),
-  {name: 'pool create: empty CIDR', args: ['pool', 'create', 'x', '--cidr', ''], status: 2},
   {name: 'pool create: IPv6 link-local', args: ['pool', 'create', 'x', '--cidr', 'fe80::/64'], status: 2},
   // block sizes and family mix-ups
   ...[['10.16.0.0/16', '-1'], ['10.16.0.0/16', '122'], ['fd01::/64', '129'], ['fd01::/64', '26'], ['10.16.0.0/16', '99999999999999999999'], ['10.16.0.0/16', '26.5']].map(
@@ -82,7 +81,6 @@ const CLI: CliCase[] = [
   ),
   // overlaps
   {name: 'pool create: overlaps p4 (supernet)', args: ['pool', 'create', 'x', '--cidr', '10.0.0.0/16'], status: 4, message: 'overlaps'},
-  {name: 'pool create: overlaps p4 (subnet)', args: ['pool', 'create', 'x', '--cidr', '10.0.0.128/26'], status: 4, message: 'overlaps'},
   {name: 'pool create: overlaps p6', args: ['pool', 'create', 'x', '--cidr', 'fd00::/48'], status: 4, message: 'overlaps'},
   {name: 'pool create: everything (covers link-local)', args: ['pool', 'create', 'x', '--cidr', '0.0.0.0/0'], status: 2},
   // pool names
@@ -90,41 +88,29 @@ const CLI: CliCase[] = [
     (n): CliCase => ({name: `pool create name ${JSON.stringify(n.length > 40 ? `${n.slice(0, 10)}…(${n.length})` : n)}`, args: ['pool', 'create', n, '--cidr', '10.77.0.0/24'], status: 2}),
   ),
   {name: 'pool create: bad node selector', args: ['pool', 'create', 'x', '--cidr', '10.77.0.0/24', '--node-selector', 'all(('], status: 2},
-  {name: 'pool create: bad label', args: ['pool', 'create', 'x', '--cidr', '10.77.0.0/24', '--label', 'no-equals'], status: 2},
-  {name: 'pool create: unknown ipip mode', args: ['pool', 'create', 'x', '--cidr', '10.77.0.0/24', '--ipip-mode', 'Sometimes'], status: 2},
 
   // pool create -f: manifests
   {name: 'manifest: YAML bomb (aliases)', args: () => ['pool', 'create', '-f', file('bomb.yaml', yamlBomb())], status: 2},
   {name: 'manifest: alias cycle / merge bomb', args: () => ['pool', 'create', '-f', file('merge.yaml', `base: &b {x: 1}\n${Array.from({length: 200}, (_, i) => `k${i}: {<<: *b}`).join('\n')}\nkind: IPPool\n`)], status: 2},
   {name: 'manifest: 5 MB file', args: () => ['pool', 'create', '-f', file('huge.yaml', `${doc('huge', '10.78.0.0/24')}  nodeSelector: "${long(5 * 1024 * 1024, 'x')}"\n`)], status: 2, message: 'larger than'},
   {name: 'manifest: /dev/zero', args: ['pool', 'create', '-f', '/dev/zero'], status: 2},
-  {name: 'manifest: a directory', args: () => ['pool', 'create', '-f', sb.dir], status: 2},
-  {name: 'manifest: missing file', args: () => ['pool', 'create', '-f', path.join(sb.dir, 'nope.yaml')], status: 2},
   {name: 'manifest: binary garbage', args: () => ['pool', 'create', '-f', file('garbage.bin', Buffer.from(Array.from({length: 4096}, (_, i) => (i * 131 + 7) % 256)))], status: 2},
-  {name: 'manifest: empty', args: () => ['pool', 'create', '-f', file('empty.yaml', '')], status: 2},
-  {name: 'manifest: a list, not an object', args: () => ['pool', 'create', '-f', file('list.yaml', '- 1\n- 2\n')], status: 2},
   {name: 'manifest: unknown metadata field', args: () => ['pool', 'create', '-f', file('unk-md.yaml', doc('a', '10.60.0.0/24').replace('metadata:\n', 'metadata:\n  namespace: x\n'))], status: 2, message: 'unknown field'},
-  {name: 'manifest: wrong apiVersion', args: () => ['pool', 'create', '-f', file('api.yaml', doc('a', '10.60.0.0/24').replace('projectcalico.org/v3', 'v1'))], status: 2},
-  {name: 'manifest: no name', args: () => ['pool', 'create', '-f', file('noname.yaml', doc('a', '10.60.0.0/24').replace('  name: a\n', ''))], status: 2},
   {name: 'manifest: name with a slash', args: () => ['pool', 'create', '-f', file('slash.yaml', doc('"a/b"', '10.60.0.0/24'))], status: 2},
   {name: 'manifest: cidr is a number', args: () => ['pool', 'create', '-f', file('num.yaml', doc('a', '10'))], status: 2},
   {name: 'manifest: blockSize is a string', args: () => ['pool', 'create', '-f', file('bs-str.yaml', doc('a', '10.60.0.0/24', '  blockSize: "26"\n'))], status: 2},
   {name: 'manifest: blockSize 1e9', args: () => ['pool', 'create', '-f', file('bs-big.yaml', doc('a', '10.60.0.0/16', '  blockSize: 1000000000\n'))], status: 2},
-  {name: 'manifest: blockSize -26', args: () => ['pool', 'create', '-f', file('bs-neg.yaml', doc('a', '10.60.0.0/16', '  blockSize: -26\n'))], status: 2},
-  {name: 'manifest: blockSize 26.5', args: () => ['pool', 'create', '-f', file('bs-frac.yaml', doc('a', '10.60.0.0/16', '  blockSize: 26.5\n'))], status: 2},
   {name: 'manifest: two pools overlapping each other', args: () => ['pool', 'create', '-f', file('ovl.yaml', `${doc('o1', '10.62.0.0/24')}---\n${doc('o2', '10.62.0.0/25')}`)], status: 4},
   {name: 'manifest: overlaps an existing pool', args: () => ['pool', 'create', '-f', file('ovl2.yaml', doc('o3', '10.0.0.0/23'))], status: 4},
   {name: 'manifest: List with a bad item', args: () => ['pool', 'create', '-f', file('listkind.yaml', `kind: List\nitems:\n  - ${JSON.stringify({kind: 'IPPool', metadata: {name: 'l1'}, spec: {cidr: 'nope'}})}\n`)], status: 2},
   {name: 'manifest: deeply nested', args: () => ['pool', 'create', '-f', file('deep.yaml', `${'['.repeat(5000)}${']'.repeat(5000)}\n`)], status: 2},
   {name: 'manifest: from stdin, not YAML', args: ['pool', 'create', '-f', '-'], stdin: '{{{{ not: yaml', status: 2},
-  {name: 'manifest: -f together with a name', args: () => ['pool', 'create', 'x', '-f', file('ok.yaml', doc('ok', '10.63.0.0/24'))], status: 2},
 
   // ipam assign
   ...['a/b', 'a\nb', long(300)].map((h): CliCase => ({name: `ipam assign --host ${JSON.stringify(h.length > 40 ? `(${h.length} chars)` : h)}`, args: ['ipam', 'assign', '--host', h], status: 2})),
   ...['a/b', 'a\nb', long(300)].map((h): CliCase => ({name: `ipam assign --handle ${JSON.stringify(h.length > 40 ? `(${h.length} chars)` : h)}`, args: ['ipam', 'assign', '--host', 'h1', '--handle', h], status: 2})),
   ...['-1', '99999999999', '65537'].map((n): CliCase => ({name: `ipam assign --count ${JSON.stringify(n)}`, args: ['ipam', 'assign', '--host', 'h1', '--count', n], status: 2})),
   {name: 'ipam assign --count6 -1', args: ['ipam', 'assign', '--host', 'h1', '--count6', '-1'], status: 2},
-  {name: 'ipam assign --count6 1e9', args: ['ipam', 'assign', '--host', 'h1', '--count6', '1000000000'], status: 2},
   ...['10.0.0.256', '10.0.0.1/32', '::ffff:10.0.0.11', '10.0.0.11 ', '1.2.3.4.5'].map((ip): CliCase => ({name: `ipam assign --ip ${JSON.stringify(ip)}`, args: ['ipam', 'assign', '--host', 'h1', '--ip', ip], status: 2})),
   {name: 'ipam assign --ip outside every pool (v6)', args: ['ipam', 'assign', '--host', 'h1', '--ip', 'fd99::1'], status: 2},
   {name: 'ipam assign --ip reserved by an IPReservation', args: ['ipam', 'assign', '--host', 'h1', '--ip', '10.0.0.201'], status: 2, message: 'reserved'},
@@ -132,48 +118,36 @@ const CLI: CliCase[] = [
   {name: 'ipam assign: v6 count from a v4 pool', args: ['ipam', 'assign', '--host', 'h1', '--count', '0', '--count6', '1', '--pool', 'p4'], status: 2},
   {name: 'ipam assign: pool given as a malformed CIDR', args: ['ipam', 'assign', '--host', 'h1', '--pool', '10.0.0.0/99'], status: 3},
   {name: 'ipam assign: --attr without =', args: ['ipam', 'assign', '--host', 'h1', '--attr', 'novalue'], status: 2},
-  {name: 'ipam assign: --ip with --count', args: ['ipam', 'assign', '--host', 'h1', '--ip', '10.0.0.11', '--count', '1'], status: 2},
 
   // ipam release / show / check / gc / split / configure
   ...['10.0.0.256', '10.0.0.10/32'].map((ip): CliCase => ({name: `ipam release --ip ${JSON.stringify(ip)}`, args: ['ipam', 'release', '--ip', ip, '--yes'], status: 2})),
   {name: 'ipam release --handle a/b', args: ['ipam', 'release', '--handle', 'a/b', '--yes'], status: 3},
   {name: 'ipam release --handle (300 chars)', args: ['ipam', 'release', '--handle', long(300), '--yes'], status: 3},
   {name: 'ipam release --handle with a newline', args: ['ipam', 'release', '--handle', 'hA\nhB', '--yes'], status: 3},
-  {name: 'ipam release --from-report missing file', args: () => ['ipam', 'release', '--from-report', path.join(sb.dir, 'nope.json'), '--yes'], status: 2},
   {name: 'ipam release --from-report not JSON', args: () => ['ipam', 'release', '--from-report', file('bad-report.json', '{"allocations": '), '--yes'], status: 2},
   {name: 'ipam release --from-report /dev/zero', args: ['ipam', 'release', '--from-report', '/dev/zero', '--yes'], status: 2},
-  {name: 'ipam release --from-report wrong shape', args: () => ['ipam', 'release', '--from-report', file('shape-report.json', '[1,2,3]'), '--yes'], status: 2},
   {name: 'ipam show --ip banana', args: ['ipam', 'show', '--ip', 'banana'], status: 2},
-  {name: 'ipam show --ip 10.0.0.0/24', args: ['ipam', 'show', '--ip', '10.0.0.0/24'], status: 2},
   {name: 'ipam check -o into a missing directory', args: () => ['ipam', 'check', '-o', path.join(sb.dir, 'no', 'such', 'dir', 'r.json')], status: 2},
   {name: 'ipam gc --grace banana', args: ['ipam', 'gc', '--grace', 'banana', '--yes'], status: 2},
-  {name: 'ipam gc --grace -5m', args: ['ipam', 'gc', '--grace', '-5m', '--yes'], status: 2},
-  ...['3', '1024'].map((n): CliCase => ({name: `ipam split ${n}`, args: ['ipam', 'split', n, '--name', 'p4', '--yes'], status: 2})),
+  ...['3'].map((n): CliCase => ({name: `ipam split ${n}`, args: ['ipam', 'split', n, '--name', 'p4', '--yes'], status: 2})),
   {name: 'ipam split without the datastore lock', args: ['ipam', 'split', '2', '--name', 'p4', '--yes'], status: 4, message: 'not locked'},
   {name: 'ipam configure --ip-cooldown-seconds -1', args: ['ipam', 'configure', '--ip-cooldown-seconds=-1'], status: 2},
-  {name: 'ipam configure --max-blocks-per-host huge', args: ['ipam', 'configure', '--strictaffinity=true', '--max-blocks-per-host=99999999999'], status: 2},
 
   // block, node, reservation
   ...['10.0.0.0/99', 'fd00::/200'].map((b): CliCase => ({name: `block inspect ${JSON.stringify(b)}`, args: ['block', 'inspect', b], status: 2})),
   ...['a/b', 'a\nb', long(300)].map((n): CliCase => ({name: `node create ${JSON.stringify(n.length > 40 ? `(${n.length} chars)` : n)}`, args: ['node', 'create', n], status: 2})),
-  {name: 'node create: label value too long', args: ['node', 'create', 'n9', '--label', `k=${long(64)}`], status: 2},
   {name: 'node remove a/b', args: ['node', 'remove', 'a/b', '--yes'], status: 2},
-  {name: 'node remove: unknown node', args: ['node', 'remove', 'nobody', '--yes'], status: 3},
-  {name: 'reservation create: bad CIDR', args: ['reservation', 'create', 'r2', '--cidr', 'banana'], status: 2},
   {name: 'reservation create: name with a slash', args: ['reservation', 'create', 'r/2', '--cidr', '10.0.0.100/32'], status: 2},
   {name: 'reservation create: name 300 chars', args: ['reservation', 'create', long(300), '--cidr', '10.0.0.100/32'], status: 2},
 
   // global flags, environment and config files
   ...['0'].map((t): CliCase => ({name: `--timeout ${t}`, args: ['ipam', 'show', '--timeout', t], status: 2})),
-  {name: '--datastore bogus', args: ['ipam', 'show', '--datastore', 'bogus'], status: 2},
   {name: 'ETCD_ENDPOINTS=ftp://x', args: ['ipam', 'show', '--datastore', 'etcdv3'], env: {ETCD_ENDPOINTS: 'ftp://127.0.0.1:2379'}, status: 2},
   {name: '--etcd-endpoints with a command', args: ['ipam', 'show', '--datastore', 'etcdv3', '--etcd-endpoints', 'http://127.0.0.1:2379;touch pwned'], status: 2},
-  {name: '--config wrong kind', args: () => ['ipam', 'show', '--config', file('kind.cfg', cfg('  datastoreType: embedded\n').replace('CalicoAPIConfig', 'Pod'))], status: 2},
   {name: '--config YAML bomb', args: () => ['ipam', 'show', '--config', file('bomb.cfg', yamlBomb())], status: 2},
   {name: '--config /dev/zero', args: ['ipam', 'show', '--config', '/dev/zero'], status: 2},
   {name: '--config with a non-string password', args: () => ['ipam', 'show', '--config', file('pw.cfg', cfg('  etcdPassword: [1, 2]\n'))], status: 2},
   {name: '--datastore-path below a regular file', args: () => ['ipam', 'show', '--datastore-path', `${file('regular', '')}/sub/ipam.db`], status: 5},
-  {name: '--datastore-path is a directory', args: () => ['ipam', 'show', '--datastore-path', sb.dir], status: 5},
 ];
 
 // ---------------------------------------------------------------------------------------------- CNI table
