@@ -30,6 +30,8 @@ export interface EtcdServer {
   restart(): Promise<void>
   kill(): Promise<void>
   start(): Promise<void>
+  /** Send a signal to the running etcd (SIGSTOP/SIGCONT: a hung server that still holds its connections). */
+  signal(sig: NodeJS.Signals): void
 }
 
 const live = new Set<ChildProcess>()
@@ -112,6 +114,9 @@ export async function startEtcd(opts: {tls?: boolean} = {}): Promise<EtcdServer>
       child.kill('SIGKILL')
       await exited
       live.delete(child)
+    },
+    signal(sig) {
+      if (child && child.exitCode === null) child.kill(sig)
     },
     async restart() {
       await server.kill()

@@ -3,7 +3,7 @@ import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {netnsLiveness} from '../../lib/workload/endpoint.js'
 import {BaseCommand} from '../../cli/base.js'
-import {buildReport, type CheckAllocation, checkIpam, type CheckResult, writeReport} from '../../lib/ipam/check.js'
+import {buildReport, type CheckAllocation, checkIpam, type CheckResult, openReport} from '../../lib/ipam/check.js'
 
 export default class IpamCheck extends BaseCommand {
   static override summary = 'Check IPAM for leaked addresses, leaked and missing handles, and invalid blocks.'
@@ -29,6 +29,7 @@ export default class IpamCheck extends BaseCommand {
   async run(): Promise<void> {
     const {flags} = await this.parse(IpamCheck)
     const ctx = await this.ctx(flags)
+    const report = flags.output === undefined ? undefined : openReport(flags.output)
     const all = flags['show-all-ips']
     const problemIps = all || flags['show-problem-ips']
     // Progress only for a person watching; pipes and logs get nothing.
@@ -41,7 +42,7 @@ export default class IpamCheck extends BaseCommand {
     const r = await checkIpam(ctx, {onProgress: progress, nodeNetnsExists: netnsLiveness(node, (p) => fs.existsSync(p))})
     if (tty) process.stderr.write('\r\u001b[K')
     this.out(checkText(r, {all, problemIps}))
-    if (flags.output !== undefined) writeReport(flags.output, buildReport(r))
+    report?.write(buildReport(r))
   }
 }
 

@@ -1,7 +1,7 @@
-import fs from 'node:fs'
 import {Args, Flags} from '@oclif/core'
 import {parseKeyValues} from '../../lib/args.js'
 import {ValidationError} from '../../lib/errors.js'
+import {readTextFile} from '../../lib/files.js'
 import {parsePoolManifest} from '../../lib/ipam/manifest.js'
 import {ALLOWED_USES, ASSIGNMENT_MODES, ENCAP_MODES, type AllowedUse, type PoolInput} from '../../lib/ipam/pool.js'
 import {createPools} from '../../lib/ipam/pool-admin.js'
@@ -38,7 +38,7 @@ Block size defaults to 26 for IPv4 and 122 for IPv6. With -f, every document is 
     let inputs: PoolInput[]
     if (flags.file) {
       if (args.name) throw new ValidationError('give either a pool NAME with --cidr, or -f FILE, not both')
-      const text = flags.file === '-' ? fs.readFileSync(0, 'utf8') : readFile(flags.file)
+      const text = readTextFile(flags.file, 'manifest')
       inputs = parsePoolManifest(text, flags.file)
     } else {
       if (!args.name || !flags.cidr) throw new ValidationError('give a pool NAME and --cidr, or -f FILE')
@@ -59,13 +59,5 @@ Block size defaults to 26 for IPv4 and 122 for IPv6. With -f, every document is 
     }
     const created = await createPools(await this.ctx(flags), inputs)
     for (const p of created) this.out(`Successfully created IP pool ${p.name} (${p.spec.cidr}, block size /${p.spec.blockSize})\n`)
-  }
-}
-
-function readFile(path: string): string {
-  try {
-    return fs.readFileSync(path, 'utf8')
-  } catch (err) {
-    throw new ValidationError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
   }
 }

@@ -18,6 +18,7 @@ import {
   newWorkloadEndpoint,
 } from '../workload/endpoint.js'
 import {parseCniArgs, withIgnoreUnknown} from './args.js'
+import {assertPodNetnsReady} from './pod-netns.js'
 import {execDelegate} from './delegate.js'
 import {CNI_ERR, CniError} from './errors.js'
 import {ipamAdd, ipamCheck, ipamDel, ipamPlugin, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
@@ -102,6 +103,8 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       const req = request(a)
       validateMainPluginConf(req.conf)
       const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
+      // Before IPAM: a bad netns or a taken interface name must leave the datastore untouched.
+      assertPodNetnsReady(a.netns, a.ifName)
       return withStore(a, req.conf, async (ctx, store) => {
         const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ipamAdd(ctx, req) : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
         const addresses = ipam.ips.map((i) => i.address)

@@ -7,6 +7,7 @@ import path from 'node:path'
 import {packageRoot} from '../package-root.js'
 import {randomHex} from '../random.js'
 import {DatastoreUnavailableError, IpamError, ValidationError} from '../errors.js'
+import {readTextFile} from '../files.js'
 import {openStore} from '../store/open.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import {decodeWorkloadEndpoint, endpointKey} from '../workload/endpoint.js'
@@ -38,12 +39,7 @@ const DEFAULT_CONF = {cniVersion: '1.0.0', name: 'k8s-pod-network', type: 'ipamc
 function loadConf(req: ManualRequest): Record<string, unknown> {
   let conf: Record<string, unknown> = {...DEFAULT_CONF}
   if (req.confFile) {
-    let text: string
-    try {
-      text = fs.readFileSync(req.confFile, 'utf8')
-    } catch (err) {
-      throw new ValidationError(`cannot read netconf ${req.confFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-    }
+    const text = readTextFile(req.confFile, 'netconf')
     try {
       conf = JSON.parse(text) as Record<string, unknown>
     } catch (err) {
@@ -105,6 +101,8 @@ export async function manualAdd(req: ManualRequest): Promise<{containerId: strin
   const ns = netnsPath(req.netns)
   if (req.createNetns && !fs.existsSync(ns)) {
     if (req.netns.includes('/')) throw new ValidationError('--create-netns needs a netns NAME, not a path')
+    // The name goes to ip(8) as an argument: one that starts with "-" would be read as an option.
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/.test(req.netns)) throw new ValidationError(`invalid netns name ${JSON.stringify(req.netns)}: use letters, digits, "_", "." and "-"`)
     execFileSync('ip', ['netns', 'add', req.netns], {stdio: 'pipe'})
   }
   const conf = loadConf(req)

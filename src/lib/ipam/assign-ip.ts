@@ -6,7 +6,7 @@ import {keys} from '../store/keys.js'
 import {type Block, encodeBlock, newBlock, ordinalOf, takeOrdinal} from './block.js'
 import {type AssignedIp, ownerAttribute} from './autoassign.js'
 import {type Ctx, listPools, loadBlock, loadConfig, withRetry, WriteBatch} from './context.js'
-import {ensureNode, validateHostName} from './node.js'
+import {ensureNode, validateHandleId, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {encodeAffinity} from './records.js'
 import {listReservations, reservedMatcher} from './reservation.js'
@@ -53,6 +53,7 @@ function resolveTargets(ips: readonly string[], pools: readonly Pool[], use?: Al
 export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<AssignIpArgs, 'ip'>): Promise<AssignedIp[]> {
   if (ips.length === 0) throw new ValidationError('no IP address given')
   validateHostName(rest.host)
+  validateHandleId(rest.handle)
   const [cfg, pools, reservations] = await Promise.all([loadConfig(ctx), listPools(ctx), listReservations(ctx)])
   const targets = resolveTargets(ips, pools, rest.use)
   const reserved = reservedMatcher(reservations)

@@ -8,7 +8,7 @@ import type {KeyValue} from '../store/store.js'
 import {type Attribute, type Block, decodeBlock, encodeBlock, garbageCollect, isEmpty, newBlock, takeOrdinals} from './block.js'
 import {blockWalk, startIndex, walkOrder} from './blockgen.js'
 import {type Ctx, listPools, loadBlock, loadConfig, MAX_RETRIES_MESSAGE, withRetry, WriteBatch} from './context.js'
-import {ensureNode, getNode, validateHostName} from './node.js'
+import {ensureNode, getNode, validateHandleId, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {findPool, selectPools} from './pools-select.js'
 import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} from './records.js'
@@ -77,15 +77,17 @@ export function ownerAttribute(host: string, handle?: string, attrs?: Record<str
 }
 
 /** The request checks autoAssign makes before touching the datastore (shared with batch-assign.ts). */
-export function validateCounts(args: Pick<AutoAssignArgs, 'num4' | 'num6'>): void {
+export function validateRequest(args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'host' | 'handle'>): void {
   for (const [n, what] of [[args.num4, 'IPv4'], [args.num6, 'IPv6']] as const) {
     if (!Number.isInteger(n) || n < 0 || n > 65536) throw new ValidationError(`the number of ${what} addresses must be an integer from 0 to 65536`)
   }
   if (args.num4 + args.num6 === 0) throw new ValidationError('nothing to assign: ask for at least one IPv4 or IPv6 address')
+  validateHostName(args.host)
+  validateHandleId(args.handle)
 }
 
 export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}> {
-  validateCounts(args)
+  validateRequest(args)
   const v4 = await assignFamily(ctx, args, 4, args.num4, args.pools4)
   const v6 = await assignFamily(ctx, args, 6, args.num6, args.pools6)
   return {v4, v6}

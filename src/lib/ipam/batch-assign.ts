@@ -5,7 +5,7 @@
 // pool selection) is finished by plain autoAssign, request by request, so results are those of autoAssign:
 // same pools, same blocks in the same order, same claim/borrow rules and messages.
 import type {Family} from '../net/cidr.js'
-import {type Affine, affineIn, assignedIps, type AutoAssignArgs, autoAssign, type FamilyResult, familySetup, type FamilySetup, ownerAttribute, validateCounts} from './autoassign.js'
+import {type Affine, affineIn, assignedIps, type AutoAssignArgs, autoAssign, type FamilyResult, familySetup, type FamilySetup, ownerAttribute, validateRequest} from './autoassign.js'
 import {takeOrdinals} from './block.js'
 import {type Ctx, loadBlock, withRetry, WriteBatch} from './context.js'
 import {ensureNode} from './node.js'
@@ -46,7 +46,7 @@ export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArg
   const items: Item[] = requests.map((args) => ({args, finished: new Set<Family>(), result: {4: {requested: args.num4, ips: [], messages: []}, 6: {requested: args.num6, ips: [], messages: []}}}))
   for (const it of items) {
     try {
-      validateCounts(it.args)
+      validateRequest(it.args)
     } catch (err) {
       it.error = err
     }

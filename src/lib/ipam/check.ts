@@ -4,6 +4,7 @@
 import fs from 'node:fs'
 import {packageVersion} from '../package-root.js'
 import {parseJson} from '../codec/gojson.js'
+import {ValidationError} from '../errors.js'
 import {containsIp, formatCidr, formatIp, parseIp, tryParseIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
 import {decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
@@ -352,14 +353,35 @@ export function reportJson(report: Report): string {
   return `${text.replace(new RegExp(`"${BIG}(\\d+)"`, 'g'), '$1')}\n`
 }
 
-/** The report names every allocation's owner and handle: readable by its owner only (upstream uses 0777). */
-export function writeReport(file: string, report: Report): void {
-  const fd = fs.openSync(file, 'w', 0o600)
+export interface ReportFile {
+  write(report: Report): void
+}
+
+/**
+ * Create (or truncate) the report file, mode 0600 before any byte is in it: the report names every
+ * allocation's owner and handle, so it is readable by its owner only (upstream uses 0777). Opened before the
+ * scan so that a bad path fails first, as bad input, without output.
+ */
+export function openReport(file: string): ReportFile {
+  let fd: number
   try {
+    fd = fs.openSync(file, 'w', 0o600)
     // An existing file keeps its mode on open; tighten it before writing anything.
     fs.fchmodSync(fd, 0o600)
-    fs.writeSync(fd, reportJson(report))
-  } finally {
-    fs.closeSync(fd)
+  } catch (err) {
+    throw new ValidationError(`cannot write the report to ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
   }
+  return {
+    write(report) {
+      try {
+        fs.writeSync(fd, reportJson(report))
+      } finally {
+        fs.closeSync(fd)
+      }
+    },
+  }
+}
+
+export function writeReport(file: string, report: Report): void {
+  openReport(file).write(report)
 }

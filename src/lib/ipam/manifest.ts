@@ -46,7 +46,13 @@ export function parsePoolManifest(text: string, source = 'manifest'): PoolInput[
   docs.forEach((d, i) => {
     const where = docs.length > 1 ? `${source} document ${i + 1}` : source
     if (d.errors.length > 0) throw new ValidationError(`${where}: ${d.errors[0]!.message.split('\n')[0]}`)
-    const v: unknown = d.toJS()
+    let v: unknown
+    try {
+      v = d.toJS()
+    } catch (err) {
+      // yaml refuses documents whose aliases expand too far ("billion laughs"): bad input, not an internal error.
+      throw new ValidationError(`${where}: ${(err as Error).message.split('\n')[0]}`)
+    }
     if (v === null || v === undefined) return
     if (isObj(v) && (v.kind === 'List' || v.kind === 'IPPoolList')) {
       if (!Array.isArray(v.items)) throw new ValidationError(`${where}: a ${v.kind} needs items`)

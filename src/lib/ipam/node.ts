@@ -2,7 +2,7 @@
 import {randomUuid} from '../random.js'
 import {encodeJson, goMap, type JsonValue, parseJson} from '../codec/gojson.js'
 import {ValidationError} from '../errors.js'
-import {isValidHostName, keys} from '../store/keys.js'
+import {isValidHandleId, isValidHostName, keys} from '../store/keys.js'
 import type {Store} from '../store/store.js'
 import {rfc3339} from './time.js'
 
@@ -18,6 +18,13 @@ const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/
 
 export function validateHostName(host: string): void {
   if (!isValidHostName(host)) throw new ValidationError(`invalid host name ${JSON.stringify(host)}: it must be 1-253 characters with no "/" or whitespace`)
+}
+
+/** Checked where a handle is created; lookups by handle stay lenient, so upstream's own handles can still be released. */
+export function validateHandleId(handle: string | undefined): void {
+  if (handle !== undefined && !isValidHandleId(handle)) {
+    throw new ValidationError(`invalid handle ${JSON.stringify(handle)}: it must be 1-253 characters with no "/" or control characters`)
+  }
 }
 
 /** Kubernetes label rules: `prefix/name=value`, name and value at most 63 characters. */

@@ -3,8 +3,8 @@
 // GUID must match, one report must be as new as the ClusterInformation revision (taken under the lock), only
 // leaks every report agrees on are touched, each address is released only if its sequence number is still the
 // one in the report, and each handle is deleted only if its revision is still the reported one.
-import {readFile} from 'node:fs/promises'
 import {type JsonValue, parseJson} from '../codec/gojson.js'
+import {readTextFile, REPORT_MAX_BYTES} from '../files.js'
 import {ConflictError, IpamError, ValidationError} from '../errors.js'
 import {keys} from '../store/keys.js'
 import {getClusterInfo} from './cluster-info.js'
@@ -99,13 +99,7 @@ export function parseReport(text: string, file: string): Report {
 export async function readReports(files: readonly string[]): Promise<Report[]> {
   return Promise.all(
     files.map(async (f) => {
-      let text: string
-      try {
-        text = await readFile(f, 'utf8')
-      } catch (err) {
-        throw new ValidationError(`cannot read the provided report (${f}): ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-      }
-      return parseReport(text, f)
+      return parseReport(readTextFile(f, 'the provided report', REPORT_MAX_BYTES), f)
     }),
   )
 }

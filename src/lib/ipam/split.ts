@@ -75,6 +75,13 @@ export function splitChildren(old: Pool, number: number, now: Date): Pool[] {
 /** Every check of §4.5, reading but never writing; the result is what `commitSplit` will write. */
 export async function planSplit(ctx: Ctx, req: SplitRequest): Promise<SplitPlan> {
   if (!req.name && !req.cidr) throw new ValidationError(NO_POOL_GIVEN)
+  // Bad input is reported before anything about the datastore's state.
+  const number = parseNumber(req.number)
+  if (number > MAX_SPLIT) {
+    throw new ValidationError(
+      `cannot split into ${number} pools in one step: the datastore takes at most 128 operations per transaction; split into 64 or fewer, then split the children`,
+    )
+  }
   // Only an explicit datastoreReady=false is a lock (a missing record is unlocked), as upstream reads it.
   const info = await getClusterInfo(ctx)
   if (info?.datastoreReady !== false) throw new ConflictError(NOT_LOCKED)
@@ -83,12 +90,6 @@ export async function planSplit(ctx: Ctx, req: SplitRequest): Promise<SplitPlan>
     (p) => (!req.name || p.name === req.name) && (!req.cidr || p.spec.cidr === req.cidr || (wanted !== undefined && sameCidr(p.cidr, wanted))),
   )
   if (!old) throw new NotFoundError(`unable to find IP pool ${req.name ?? ''} covering the specified CIDR ${req.cidr ?? ''}`)
-  const number = parseNumber(req.number)
-  if (number > MAX_SPLIT) {
-    throw new ValidationError(
-      `cannot split into ${number} pools in one step: the datastore takes at most 128 operations per transaction; split into 64 or fewer, then split the children`,
-    )
-  }
   const children = splitChildren(old, number, ctx.clock.now())
   const pool = await ctx.store.get(keys.pool(old.name))
   if (!pool) throw new NotFoundError(`IP pool ${old.name} not found`)

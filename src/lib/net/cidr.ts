@@ -61,7 +61,8 @@ function parseV6(text: string): bigint | undefined {
 }
 
 export function tryParseIp(text: string): Ip | undefined {
-  const t = text.trim()
+  // No trimming: Go's net.ParseIP refuses whitespace, and an address with a stray newline is a mistake to report.
+  const t = text
   if (t.includes(':')) {
     const v = parseV6(t)
     return v === undefined ? undefined : {family: 6, value: v}
@@ -119,7 +120,7 @@ export function maskIp(family: Family, value: bigint, prefix: number): bigint {
  * otherwise the result is masked, as Go's net.ParseCIDR does.
  */
 export function parseCidr(text: string, opts: {strict?: boolean} = {}): Cidr {
-  const t = text.trim()
+  const t = text
   const slash = t.indexOf('/')
   if (slash < 0) throw new ValidationError(`invalid CIDR "${text}": expected ADDRESS/PREFIX, e.g. 10.65.0.0/16`)
   const ip = tryParseIp(t.slice(0, slash))

@@ -52,6 +52,15 @@ export function parseAffinityKey(key: string): {type: string; host: string; cidr
   }
 }
 
+/**
+ * Handle IDs are key segments too: Calico reads `/calico/ipam/v2/handle/<id>` with no "/" in <id>, so such a
+ * handle would be invisible to it. Control characters (a newline) break every line-oriented output.
+ */
+export function isValidHandleId(id: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return id.length > 0 && id.length <= 253 && !/[/\u0000-\u001f\u007f]/.test(id)
+}
+
 /** Host names end up inside keys; a `/` would silently change the layout. */
 export function isValidHostName(host: string): boolean {
   return host.length > 0 && host.length <= 253 && !/[/\s]/.test(host)

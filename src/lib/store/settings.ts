@@ -3,6 +3,7 @@
 import fs from 'node:fs'
 import {loadYaml} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
+import {readTextFile} from '../files.js'
 import {defaultDatastorePath} from './sqlite.js'
 
 export type DatastoreType = 'embedded' | 'etcdv3'
@@ -40,13 +41,8 @@ type FileSpec = Partial<Record<'datastoreType' | 'etcdEndpoints' | 'etcdKeyFile'
 
 /** Read a calicoctl-style config file. A missing default file is fine; a missing explicit one is an error. */
 export function readConfigFile(file: string, explicit: boolean): FileSpec | undefined {
-  let text: string
-  try {
-    text = fs.readFileSync(file, 'utf8')
-  } catch (err) {
-    if (!explicit && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw new ValidationError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-  }
+  if (!explicit && !fs.existsSync(file)) return undefined
+  const text = readTextFile(file, 'config file')
   let doc: unknown
   try {
     doc = loadYaml().parse(text)
@@ -78,6 +74,8 @@ export function parseEndpoints(v: string, where: string): string[] {
   const list = v.split(',').map((s) => s.trim()).filter(Boolean)
   if (list.length === 0) throw new ValidationError(`${where}: no etcd endpoint given`)
   for (const e of list) {
+    // Never echoed: user:password@ would put the password in every error message and in `datastore status`.
+    if (e.includes('@')) throw new ValidationError(`${where}: an etcd endpoint must not contain credentials (user:password@); use ETCD_USERNAME and ETCD_PASSWORD or the config file`)
     if (!/^https?:\/\/[^/\s]+:\d+\/?$/.test(e)) throw new ValidationError(`${where}: invalid etcd endpoint ${JSON.stringify(e)}: expected http(s)://HOST:PORT`)
   }
   return list.map((e) => e.replace(/\/$/, ''))

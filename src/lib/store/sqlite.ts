@@ -62,9 +62,12 @@ export class SqliteStore implements Store {
       db.pragma('synchronous = FULL')
       // WAL is a property of the file, set at creation; only repair it if someone changed it since.
       if (db.pragma('journal_mode', {simple: true}) !== 'wal') db.pragma('journal_mode = WAL')
-      db.exec(SCHEMA)
+      // The schema statements are writes: run them only on a file that lacks the tables, so that opening (and
+      // every read-only command) neither waits for another process's write lock nor fails on a read-only file.
+      if (db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')").pluck().get() !== 2) db.exec(SCHEMA)
     } catch (err) {
-      throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}`, {cause: err})
+      if (((err as {code?: string}).code ?? '').startsWith('SQLITE_BUSY')) throw busyError(file, err)
+      throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}${storageHint(file)}`, {cause: err})
     }
     return new SqliteStore(file, db)
   }
@@ -74,9 +77,7 @@ export class SqliteStore implements Store {
       return fn()
     } catch (err) {
       const code = (err as {code?: string}).code ?? ''
-      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-        throw new DatastoreUnavailableError(`embedded datastore ${this.file} is busy: another process held its lock too long; try again`, {cause: err})
-      }
+      if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) throw busyError(this.file, err)
       if (code.startsWith('SQLITE_')) {
         throw new DatastoreUnavailableError(`embedded datastore ${this.file} failed: ${describe(err)}`, {cause: err})
       }
@@ -187,6 +188,27 @@ function prepareStatements(db: Database.Database) {
 
 function toKv(r: Row): KeyValue {
   return {key: r.key, value: r.value, modRevision: BigInt(r.mod_revision)}
+}
+
+/**
+ * SQLite reports a full or read-only file system as "disk I/O error" or "unable to open database file" (WAL mode
+ * must create FILE-wal and FILE-shm beside the store, even to read): say which it is.
+ */
+function storageHint(file: string): string {
+  const dir = path.dirname(file)
+  try {
+    if (fs.statfsSync(dir).bavail === 0) return ` (no space left on the file system of ${dir})`
+    fs.accessSync(dir, fs.constants.W_OK)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EROFS') return ` (${dir} is on a read-only file system)`
+    if (code === 'EACCES' || code === 'EPERM') return ` (${dir} is not writable)`
+  }
+  return ''
+}
+
+function busyError(file: string, cause: unknown): DatastoreUnavailableError {
+  return new DatastoreUnavailableError(`embedded datastore ${file} is busy: another process held its lock too long; try again`, {cause})
 }
 
 function describe(err: unknown): string {

@@ -526,13 +526,13 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       await assertGone(sb, pod, [v4]);
     });
 
-    it('a netns path that does not exist → error, addresses released', async (t) => {
+    it('a netns path that does not exist → error before IPAM: nothing allocated', async (t) => {
       const sb = await sandbox();
       const pod = newPod(t);
       const missing = `/var/run/netns/ipamctl-c-${RUN}-missing`;
       const e = await refused(sb, pod, await cni(pod, 'ADD', sb.conf(), { CNI_NETNS: missing }));
       assert.deepEqual([e.code, e.msg], [999, `failed to open netns "${missing}": no such file or directory`]);
-      assert.ok((await storeState(sb.db)).blocks > 0, 'IPAM ran (a block was claimed) before the netns was found missing');
+      assert.equal((await storeState(sb.db)).blocks, 0, 'IPAM did not run (no block claimed)');
     });
 
     it('an interface name of 16 characters → code 4', async (t) => {
@@ -543,14 +543,14 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       assert.deepEqual(podLinks(pod.ns), []);
     });
 
-    it('CNI_IFNAME already exists in the netns → error; both addresses taken are released (rollback), the existing link is untouched', async (t) => {
+    it('CNI_IFNAME already exists in the netns → error before IPAM (nothing allocated), the existing link is untouched', async (t) => {
       const sb = await sandbox();
       const pod = newPod(t);
       ip('-n', pod.ns, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'peer0');
       const e = await refused(sb, pod, await cni(pod, 'ADD', sb.conf({ ipam: { assign_ipv6: 'true' } })));
       assert.equal(e.msg, 'interface "eth0" already exists in the container network namespace');
       const st = await storeState(sb.db);
-      assert.equal(st.blocks, 2, 'IPAM ran for both families before the wiring failed');
+      assert.equal(st.blocks, 0, 'IPAM did not run');
       assert.deepEqual(podLinks(pod.ns).sort(), ['eth0', 'peer0']);
       assert.deepEqual(podAddrs(pod.ns).filter((a) => a.scope === 'global'), []);
       quiet(await cni(pod, 'DEL', sb.conf()), 'DEL after the failed ADD');
@@ -611,15 +611,15 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       await assertGone(sb, pod, [addrOf(r.ips[0].address)]);
     });
 
-    it('a failed ADD (CNI_IFNAME exists) releases the host-local reservation', async (t) => {
+    it('an ADD refused because CNI_IFNAME exists does not run host-local', async (t) => {
       const sb = await sandbox();
       const pod = newPod(t);
       ip('-n', pod.ns, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'peer0');
       const dataDir = path.join(sb.dir, 'host-local');
       const e = cniError(await cni(pod, 'ADD', JSON.stringify(hostLocalConf(sb, dataDir)), { CNI_PATH: HOST_LOCAL_DIR }));
       assert.equal(e.msg, 'interface "eth0" already exists in the container network namespace');
-      assert.ok(fs.existsSync(path.join(dataDir, 'hl-net', 'last_reserved_ip.0')), 'host-local did reserve an address');
-      assert.deepEqual(reservations(dataDir), {}, 'and it was released again');
+      assert.ok(!fs.existsSync(path.join(dataDir, 'hl-net', 'last_reserved_ip.0')), 'host-local was not run');
+      assert.deepEqual(reservations(dataDir), {});
       assert.equal(linkExists(pod.hostVeth), false);
     });
   });

@@ -1,0 +1,11 @@
+// Create <n> new embedded stores under <dir> (each in its own new subdirectory), as fast as possible.
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dist', 'lib')
+const {SqliteStore} = await import(path.join(DIST, 'store', 'sqlite.js'))
+const [dir, n] = process.argv.slice(2)
+for (let i = 0; i < Number(n); i++) {
+  const s = SqliteStore.open(path.join(dir, `s${i}`, 'deeper', 'ipam.db'))
+  await s.close()
+}
