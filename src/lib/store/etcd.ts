@@ -191,9 +191,9 @@ export class EtcdStore implements Store {
       ...lists.map((prefix) => ({
         key: prefix === '' ? Buffer.from([0]) : Buffer.from(prefix),
         range_end: prefixRangeEnd(Buffer.from(prefix)),
+        // No sort options: etcd returns ranges in key order anyway, and etcd 3.4 ignores the limit of a
+        // sorted range (it reads the whole range to sort it).
         limit: FIRST_PAGE,
-        sort_order: 'Ascend' as const,
-        sort_target: 'Key' as const,
       })),
     ]
     if (ops.length === 0) return {gets: [], lists: []}
