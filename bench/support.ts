@@ -15,17 +15,23 @@ export interface CallCounts {
   get: number
   list: number
   listKeys: number
+  /** Batched reads (Store.read): several gets and lists in one request. */
+  read: number
   txn: number
   failedTxns: number
 }
 
-const zero = (): CallCounts => ({get: 0, list: 0, listKeys: 0, txn: 0, failedTxns: 0})
-export const totalCalls = (c: CallCounts): number => c.get + c.list + c.listKeys + c.txn
+const zero = (): CallCounts => ({get: 0, list: 0, listKeys: 0, read: 0, txn: 0, failedTxns: 0})
+export const totalCalls = (c: CallCounts): number => c.get + c.list + c.listKeys + c.read + c.txn
 
 /** Wraps a Store and counts every call, so round trips per operation can be reported exactly. */
 export class CountingStore implements Store {
   counts = zero()
-  constructor(readonly inner: Store) {}
+  read?: Store['read']
+  constructor(readonly inner: Store) {
+    // Only when the inner store has it: readMany() then takes one request, as with the real store.
+    if (inner.read) this.read = (req) => (this.counts.read++, inner.read!(req))
+  }
   get description(): string {
     return this.inner.description
   }

@@ -4,15 +4,16 @@
 import {ConflictError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
 import {type Cidr, containsCidr, type Family, formatCidr, formatIp, subnetCount, subnetIndex} from '../net/cidr.js'
 import {keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
-import type {KeyValue} from '../store/store.js'
+import {type KeyValue, readMany} from '../store/store.js'
 import {type Attribute, type Block, decodeBlock, encodeBlock, garbageCollect, isEmpty, newBlock, takeOrdinals} from './block.js'
 import {blockWalk, startIndex, walkOrder} from './blockgen.js'
-import {type Ctx, listPools, loadBlock, loadConfig, MAX_RETRIES_MESSAGE, withRetry, WriteBatch} from './context.js'
-import {ensureNode, getNode, validateHandleId, validateHostName} from './node.js'
+import {blockFrom, configFrom, type Ctx, MAX_RETRIES_MESSAGE, poolsFrom, withRetry, WriteBatch} from './context.js'
+import {decodeNode, ensureNode, validateHandleId, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {findPool, selectPools} from './pools-select.js'
 import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} from './records.js'
-import {listReservations, reservedMatcher, type ReservedMatcher} from './reservation.js'
+import {recentBlocks, rememberBlocks} from './recent-blocks.js'
+import {decodeReservation, reservedMatcher, type ReservedMatcher} from './reservation.js'
 import {nanoTimestamp} from './time.js'
 
 export const DEFAULT_MAX_BLOCKS_PER_HOST = 20
@@ -112,7 +113,28 @@ export interface Affine {
   readonly cidr: Cidr
 }
 
-/** What an allocation of one family reads before it starts: one round trip of parallel reads. */
+/**
+ * Values read ahead, in the first round trip. Each stays usable until this job writes something: the write
+ * may have changed it, and a stale value would only make the next guarded write fail and retry.
+ */
+class ReadAhead {
+  private readonly kvs = new Map<string, KeyValue | undefined>()
+
+  set(key: string, kv: KeyValue | undefined): void {
+    this.kvs.set(key, kv)
+  }
+
+  /** The values of all of `keys` if every one was read ahead, else undefined. */
+  get(keys: readonly string[]): (KeyValue | undefined)[] | undefined {
+    return keys.every((k) => this.kvs.has(k)) ? keys.map((k) => this.kvs.get(k)) : undefined
+  }
+
+  clear(): void {
+    this.kvs.clear()
+  }
+}
+
+/** What an allocation of one family reads before it starts: one request (one revision on etcd). */
 export interface FamilySetup {
   readonly cfg: IpamConfig
   readonly nodeExists: boolean
@@ -120,21 +142,34 @@ export interface FamilySetup {
   /** This host's affinity keys of the family (all pools, key order). */
   readonly affinityKeys: string[]
   readonly reserved: ReservedMatcher
+  /** What that request also read (the handle, the affinities, the blocks guessed from recent use), by key. */
+  readonly ahead: ReadonlyMap<string, KeyValue | undefined>
 }
 
 export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family, requested?: string[]): Promise<FamilySetup> {
   const use = args.use ?? 'Workload'
   validateHostName(args.host)
-  const [cfg, node, allPools, affinityKeys, reservations] = await Promise.all([
-    loadConfig(ctx),
-    getNode(ctx.store, args.host),
-    listPools(ctx),
-    ctx.store.listKeys(keys.hostAffinityPrefix(args.host, family)),
-    listReservations(ctx),
-  ])
+  // One request for everything the allocation depends on (one revision on etcd), including the handle it
+  // will update and the blocks this host allocated from last time, so that the common case, allocating
+  // from a block this process used before, needs no other read before its write.
+  const guessed = recentBlocks(ctx.store, args.host, family).map((c) => keys.block(c))
+  const handleKeys = args.handle === undefined ? [] : [keys.handle(args.handle)]
+  const read = await readMany(ctx.store, {
+    gets: [keys.ipamConfig(), keys.node(args.host), ...handleKeys, ...guessed],
+    lists: [keys.resourcePrefix('ippools'), keys.hostAffinityPrefix(args.host, family), keys.resourcePrefix('ipreservations')],
+  })
+  const [cfgKv, nodeKv, ...extra] = read.gets
+  const [poolKvs, affinityKvs, reservationKvs] = read.lists as [KeyValue[], KeyValue[], KeyValue[]]
+  const cfg = configFrom(cfgKv)
+  const node = nodeKv && decodeNode(nodeKv.value)
+  const allPools = poolsFrom(poolKvs)
   if (args.pools?.length) requested = [...(requested ?? []), ...poolsOfFamily(allPools, args.pools, family)]
   const pools = selectPools({pools: allPools, family, requested, nodeLabels: node?.labels ?? {}, host: args.host, use})
-  return {cfg, nodeExists: node !== undefined, pools, affinityKeys, reserved: reservedMatcher(reservations)}
+  const reserved = reservedMatcher(reservationKvs.map((kv) => decodeReservation(kv.value)))
+  const ahead = new Map<string, KeyValue | undefined>()
+  for (const [i, key] of [...handleKeys, ...guessed].entries()) ahead.set(key, extra[i])
+  for (const kv of affinityKvs) ahead.set(kv.key, kv)
+  return {cfg, nodeExists: node !== undefined, pools, affinityKeys: affinityKvs.map((kv) => kv.key), reserved, ahead}
 }
 
 /** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
@@ -153,7 +188,9 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   const now = ctx.clock.now()
   const setup = await familySetup(ctx, args, family, requested)
   const job = new FamilyJob(ctx, setup.cfg, args, family, setup.pools, result, setup.reserved)
+  for (const [key, kv] of setup.ahead) job.ahead.set(key, kv)
   await job.run(setup.affinityKeys)
+  rememberBlocks(ctx.store, args.host, family, job.blocksRead)
   // The Node record is created on first use, but only once something was actually allocated for it.
   if (!setup.nodeExists && result.ips.length > 0) await ensureNode(ctx.store, args.host, now)
   return result
@@ -164,6 +201,9 @@ class FamilyJob {
   private readonly attr: Attribute
   private readonly tried = new Set<string>()
   private owned = 0
+  readonly ahead = new ReadAhead()
+  /** Blocks this job read or created, in order: the ones its host's next request will probably read. */
+  readonly blocksRead: Cidr[] = []
 
   constructor(
     private readonly ctx: Ctx,
@@ -220,6 +260,7 @@ class FamilyJob {
       if (claim === 'claimed') this.owned++
       // On a lost race another process (perhaps on this very host) may have claimed the block for us.
       if (claim === 'raced' && round >= this.ctx.maxAttempts) throw new ConflictError(MAX_RETRIES_MESSAGE)
+      if (this.remaining === 0) break
       affine = await this.affine()
       // Concurrent requests of this host may have claimed blocks meanwhile; they count against the cap.
       this.owned = affine.length
@@ -236,12 +277,32 @@ class FamilyJob {
     await this.borrow()
   }
 
+  /**
+   * `wanted` and the request's handle (which goes straight into `batch`) in one request, or from what was
+   * read ahead when `useAhead` and all of them were.
+   */
+  private async read(batch: WriteBatch, wanted: string[], useAhead = false): Promise<(KeyValue | undefined)[]> {
+    const handle = this.args.handle
+    const all = handle === undefined ? wanted : [...wanted, keys.handle(handle)]
+    const got = (useAhead && this.ahead.get(all)) || (await readMany(this.ctx.store, {gets: all})).gets
+    batch.knownHandle(handle, got[wanted.length])
+    return got.slice(0, wanted.length)
+  }
+
+  /** Every write of this job goes through here: after it, what was read ahead may be stale. */
+  private async commit(batch: WriteBatch): Promise<void> {
+    this.ahead.clear()
+    await batch.commit()
+  }
+
   /** Allocate from one of our blocks; re-drives a pending affinity and recreates a block lost mid-claim. */
   private async assignAffine(a: Affine): Promise<void> {
-    await withRetry(this.ctx, async () => {
-      // One round trip for everything this attempt reads.
-      const batch = new WriteBatch(this.ctx).prefetchHandle(this.args.handle)
-      const [affKv, loaded] = await Promise.all([this.ctx.store.get(a.key), loadBlock(this.ctx, a.cidr, this.cfg.ipCooldownSeconds)])
+    this.blocksRead.push(a.cidr)
+    await withRetry(this.ctx, async (attempt) => {
+      const batch = new WriteBatch(this.ctx)
+      // A retry follows a lost race, which means the values read ahead are stale.
+      const [affKv, blockKv] = await this.read(batch, [a.key, keys.block(a.cidr)], attempt === 0)
+      const loaded = blockFrom(this.ctx, blockKv, this.cfg.ipCooldownSeconds)
       if (!affKv) return
       const state = decodeAffinity(affKv.value)
       if (state === 'pendingDeletion') return
@@ -250,7 +311,7 @@ class FamilyJob {
         block = newBlock(a.cidr, this.affinity, this.ctx.clock.now(), nanoTimestamp(this.ctx.clock.now()))
       } else if (loaded.block.affinity !== this.affinity) {
         // The affinity outlived its block's ownership: drop it so it stops counting against our cap.
-        await batch.delete(a.key, affKv).commit()
+        await this.commit(batch.delete(a.key, affKv))
         this.owned--
         return
       } else {
@@ -260,7 +321,7 @@ class FamilyJob {
       if (taken.length === 0 && loaded && state === 'confirmed') return
       batch.putBlock(block, loaded?.kv).countHandle(this.args.handle, block.cidr, taken.length)
       if (state !== 'confirmed') batch.put(a.key, encodeAffinity('confirmed'), affKv)
-      await batch.commit()
+      await this.commit(batch)
       this.record(block, taken)
     })
   }
@@ -294,26 +355,24 @@ class FamilyJob {
   private async claim(cidr: Cidr, replacing: {kv: KeyValue; owner?: string} | undefined): Promise<'claimed' | 'raced'> {
     const now = this.ctx.clock.now()
     const affKey = keys.affinity(this.args.host, cidr)
-    const affKv = await this.ctx.store.get(affKey)
+    const ownerKey = replacing?.owner ? keys.affinity(replacing.owner, cidr) : undefined
+    const batch = new WriteBatch(this.ctx)
+    const [affKv, ownerKv] = await this.read(batch, ownerKey ? [affKey, ownerKey] : [affKey])
     const block = newBlock(cidr, this.affinity, now, nanoTimestamp(now))
     const taken = takeOrdinals(block, this.remaining, this.attr, this.reserved.skipFor(cidr))
-    const batch = new WriteBatch(this.ctx)
     // A new (or replacing) block starts its own sequence, so it is put as is rather than via putBlock.
     batch.put(keys.block(cidr), encodeBlock(block), replacing?.kv)
     batch.put(affKey, encodeAffinity('confirmed' satisfies AffinityState), affKv)
-    if (replacing?.owner) {
-      const ownerKey = keys.affinity(replacing.owner, cidr)
-      const ownerKv = await this.ctx.store.get(ownerKey)
-      if (ownerKv) batch.delete(ownerKey, ownerKv)
-    }
+    if (ownerKey && ownerKv) batch.delete(ownerKey, ownerKv)
     batch.countHandle(this.args.handle, cidr, taken.length)
     try {
-      await batch.commit()
+      await this.commit(batch)
     } catch (err) {
       if (err instanceof RevisionConflict) return 'raced'
       throw err
     }
     this.tried.add(affKey)
+    this.blocksRead.push(cidr)
     this.record(block, taken)
     return 'claimed'
   }
@@ -347,11 +406,13 @@ class FamilyJob {
         const cidr = parseBlockKey(key.key)!
         if (this.reserved.blockWhollyReserved(cidr)) continue
         await withRetry(this.ctx, async () => {
-          const loaded = await loadBlock(this.ctx, cidr, this.cfg.ipCooldownSeconds)
+          const batch = new WriteBatch(this.ctx)
+          const [blockKv] = await this.read(batch, [key.key])
+          const loaded = blockFrom(this.ctx, blockKv, this.cfg.ipCooldownSeconds)
           if (!loaded || loaded.block.affinity === this.affinity) return
           const taken = takeOrdinals(loaded.block, this.remaining, this.attr, this.reserved.skipFor(cidr))
           if (taken.length === 0) return
-          await new WriteBatch(this.ctx).putBlock(loaded.block, loaded.kv).countHandle(this.args.handle, cidr, taken.length).commit()
+          await this.commit(batch.putBlock(loaded.block, loaded.kv).countHandle(this.args.handle, cidr, taken.length))
           this.record(loaded.block, taken)
         })
       }

@@ -41,16 +41,21 @@ export async function withRetry<T>(ctx: Ctx, fn: (attempt: number) => Promise<T>
 }
 
 export async function loadConfig(ctx: Ctx): Promise<IpamConfig> {
-  const kv = await ctx.store.get(keys.ipamConfig())
+  return configFrom(await ctx.store.get(keys.ipamConfig()))
+}
+
+/** The config stored at keys.ipamConfig(), however it was read. */
+export function configFrom(kv: KeyValue | undefined): IpamConfig {
   // Upstream returns defaults for a missing config without writing them.
   return kv ? decodeIpamConfig(kv.value) : {...DEFAULT_IPAM_CONFIG}
 }
 
 /** All pools in name order (the store's key order), as upstream processes them. */
 export async function listPools(ctx: Ctx): Promise<Pool[]> {
-  const kvs = await ctx.store.list(keys.resourcePrefix('ippools'))
-  return kvs.map((kv) => decodePool(kv.value))
+  return poolsFrom(await ctx.store.list(keys.resourcePrefix('ippools')))
 }
+
+export const poolsFrom = (kvs: readonly KeyValue[]): Pool[] => kvs.map((kv) => decodePool(kv.value))
 
 export interface LoadedBlock {
   readonly kv: KeyValue
@@ -59,7 +64,11 @@ export interface LoadedBlock {
 }
 
 export async function loadBlock(ctx: Ctx, cidr: Cidr, cooldownSeconds: number): Promise<LoadedBlock | undefined> {
-  const kv = await ctx.store.get(keys.block(cidr))
+  return blockFrom(ctx, await ctx.store.get(keys.block(cidr)), cooldownSeconds)
+}
+
+/** A block however it was read (alone or in a batched read). */
+export function blockFrom(ctx: Ctx, kv: KeyValue | undefined, cooldownSeconds: number): LoadedBlock | undefined {
   if (!kv) return undefined
   const block = decodeBlock(kv.value)
   garbageCollect(block, cooldownSeconds, ctx.clock.now())
@@ -114,6 +123,12 @@ export class WriteBatch {
    */
   prefetchHandle(handle: string | undefined): this {
     if (handle !== undefined && !this.handleReads.has(handle)) this.handleReads.set(handle, this.ctx.store.get(keys.handle(handle)))
+    return this
+  }
+
+  /** The caller read `handle` itself (e.g. in a batched read); the commit is guarded on what it saw. */
+  knownHandle(handle: string | undefined, seen: KeyValue | undefined): this {
+    if (handle !== undefined) this.handleReads.set(handle, Promise.resolve(seen))
     return this
   }
 

@@ -1,6 +1,6 @@
 // In-process store with the same semantics as the persistent ones: for fast unit tests of the core.
 import {compareBytes} from '../codec/gojson.js'
-import type {Condition, KeyValue, Store, TxnResult, WriteOp} from './store.js'
+import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
 
 export class MemoryStore implements Store {
   readonly description = 'memory'
@@ -17,6 +17,10 @@ export class MemoryStore implements Store {
 
   async listKeys(prefix: string): Promise<string[]> {
     return (await this.list(prefix)).map((kv) => kv.key)
+  }
+
+  async read(req: ReadRequest): Promise<ReadResult> {
+    return {gets: (req.gets ?? []).map((k) => this.data.get(k)), lists: await Promise.all((req.lists ?? []).map((p) => this.list(p)))}
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {

@@ -7,7 +7,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import {DatastoreUnavailableError} from '../errors.js'
 import {sqliteNativeBinding} from './sqlite-addon.js'
-import type {Condition, KeyValue, Store, TxnResult, WriteOp} from './store.js'
+import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
@@ -27,6 +27,8 @@ export class SqliteStore implements Store {
   private readonly stmt: ReturnType<typeof prepareStatements>
   // IMMEDIATE takes the write lock up front, so two writers never both read and then deadlock on upgrade.
   private readonly txnImmediate: (conditions: readonly Condition[], ops: readonly WriteOp[]) => TxnResult
+  // A deferred (read) transaction: WAL gives it one snapshot without blocking or waiting for writers.
+  private readonly readSnapshot: (req: ReadRequest) => ReadResult
 
   private constructor(readonly file: string, db: Database.Database) {
     this.db = db
@@ -49,6 +51,16 @@ export class SqliteStore implements Store {
       return {succeeded: true, revision: next}
     })
     this.txnImmediate = (conditions, ops) => body.immediate(conditions, ops)
+    const reads = db.transaction(
+      (req: ReadRequest): ReadResult => ({
+        gets: (req.gets ?? []).map((key) => {
+          const row = st.get.get(key) as Row | undefined
+          return row && toKv(row)
+        }),
+        lists: (req.lists ?? []).map((prefix) => this.scan('all', prefix).map((r) => toKv(r as Row))),
+      }),
+    )
+    this.readSnapshot = (req) => reads.deferred(req)
   }
 
   static open(file: string, opts: {busyTimeoutMs?: number} = {}): SqliteStore {
@@ -98,6 +110,10 @@ export class SqliteStore implements Store {
 
   async listKeys(prefix: string): Promise<string[]> {
     return this.run(() => this.scan('key', prefix).map((r) => (r as {key: string}).key))
+  }
+
+  async read(req: ReadRequest): Promise<ReadResult> {
+    return this.run(() => this.readSnapshot(req))
   }
 
   /**

@@ -20,6 +20,19 @@ export interface TxnResult {
   readonly revision: bigint
 }
 
+/** Several reads issued as one request: single keys, and whole prefixes (as `list` returns them). */
+export interface ReadRequest {
+  readonly gets?: readonly string[]
+  readonly lists?: readonly string[]
+}
+
+export interface ReadResult {
+  /** In request order; undefined where the key does not exist. */
+  readonly gets: (KeyValue | undefined)[]
+  /** In request order, each in key order. */
+  readonly lists: KeyValue[][]
+}
+
 export interface Store {
   /** A short description for status output, e.g. `embedded (/var/lib/ipamctl/ipam.db)`. */
   readonly description: string
@@ -28,6 +41,11 @@ export interface Store {
   list(prefix: string): Promise<KeyValue[]>
   /** Keys only: cheap enough to walk thousands of blocks without reading their values. */
   listKeys(prefix: string): Promise<string[]>
+  /**
+   * Every read of `req` in one round trip, all at one revision (etcd: one read-only Txn). Optional, so a
+   * wrapper need not implement it: call it through readMany(), which falls back to separate calls.
+   */
+  read?(req: ReadRequest): Promise<ReadResult>
   /** All ops apply atomically iff every condition holds. */
   txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult>
   revision(): Promise<bigint>
@@ -37,4 +55,14 @@ export interface Store {
 /** Guard that reflects what the caller read: absent if it read nothing, else the revision it saw. */
 export function guardFor(key: string, seen: KeyValue | undefined): Condition {
   return seen ? {key, modRevision: seen.modRevision} : {key, absent: true}
+}
+
+/**
+ * `store.read(req)`, or the same reads as separate parallel calls for a store without it. Either is safe for
+ * the IPAM core: what it writes is guarded by the revisions it read, so reads need not share a snapshot.
+ */
+export async function readMany(store: Store, req: ReadRequest): Promise<ReadResult> {
+  if (store.read) return store.read(req)
+  const [gets, lists] = await Promise.all([Promise.all((req.gets ?? []).map((k) => store.get(k))), Promise.all((req.lists ?? []).map((p) => store.list(p)))])
+  return {gets, lists}
 }

@@ -3,7 +3,7 @@
 // Usage: storeContract('memory', async () => new MemoryStore())
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Store, WriteOp } from '../../../src/lib/store/store.ts';
+import { readMany, type Store, type WriteOp } from '../../../src/lib/store/store.ts';
 
 export interface ContractOptions {
   /** Test title → reason, for known implementation bugs (the test is run as `todo`). */
@@ -252,6 +252,73 @@ export function storeContract(name: string, open: () => Promise<Store>, cleanup?
     it('list orders by UTF-8 bytes (U+FFFF before U+10000)', async (s) => {
       await write(s, put('/o/\u{10000}', 'astral'), put('/o/\uffff', 'bmp'), put('/o/z', 'ascii'));
       assert.deepEqual(await s.listKeys('/o/'), ['/o/z', '/o/\uffff', '/o/\u{10000}']);
+    });
+
+    it('read: gets and lists in request order, as get and list return them', async (s) => {
+      assert.equal(typeof s.read, 'function', 'every built-in store batches reads');
+      const r1 = await write(s, put('/r/a', 'A'), put('/r/b', 'B'), put('/q/1', 'one'));
+      const r2 = await write(s, put('/q/2', 'two'), put('/r/a', 'A2'));
+      const req = { gets: ['/r/b', '/missing', '/r/a', '', '/r/b'], lists: ['/q/', '/nothing/', '/r/', ''] };
+      const got = await s.read!(req);
+      assert.deepEqual(got.gets, [
+        { key: '/r/b', value: 'B', modRevision: r1 },
+        undefined,
+        { key: '/r/a', value: 'A2', modRevision: r2 },
+        undefined,
+        { key: '/r/b', value: 'B', modRevision: r1 },
+      ]);
+      assert.deepEqual(got.lists[0], [
+        { key: '/q/1', value: 'one', modRevision: r1 },
+        { key: '/q/2', value: 'two', modRevision: r2 },
+      ]);
+      assert.deepEqual(got.lists[1], []);
+      assert.deepEqual(got.lists.map((l) => l.map((kv) => kv.key)), [['/q/1', '/q/2'], [], ['/r/a', '/r/b'], ['/q/1', '/q/2', '/r/a', '/r/b']]);
+      // The same through readMany, and through readMany on a store that only has the basic calls.
+      const basic: Store = { description: 'basic', get: (k) => s.get(k), list: (p) => s.list(p), listKeys: (p) => s.listKeys(p), txn: (c, o) => s.txn(c, o), revision: () => s.revision(), close: async () => {} };
+      assert.deepEqual(await readMany(s, req), got);
+      assert.deepEqual(await readMany(basic, req), got);
+      assert.deepEqual(await s.read!({}), { gets: [], lists: [] });
+      assert.deepEqual(await s.read!({ gets: ['/r/a'] }), { gets: [{ key: '/r/a', value: 'A2', modRevision: r2 }], lists: [] });
+    });
+
+    it('read: one snapshot, never half of a concurrent transaction', async (s) => {
+      // Writers keep /s/x and /s/y (and the list /s/l/) equal in every txn; a read that mixed two revisions
+      // would see them differ.
+      await write(s, put('/s/x', '0'), put('/s/y', '0'), put('/s/l/1', '0'), put('/s/l/2', '0'));
+      let stop = false;
+      const writer = (async () => {
+        for (let i = 1; !stop; i++) {
+          await write(s, put('/s/x', `${i}`), put('/s/l/1', `${i}`), put('/s/l/2', `${i}`), put('/s/y', `${i}`));
+          await new Promise((r) => setImmediate(r));
+        }
+      })();
+      const seen = new Set<string>();
+      try {
+        for (let n = 0; n < 60; n++) {
+          const r = await s.read!({ gets: ['/s/x', '/s/y'], lists: ['/s/l/'] });
+          const values = [r.gets[0]!.value, ...r.lists[0]!.map((kv) => kv.value), r.gets[1]!.value];
+          assert.equal(new Set(values).size, 1, `one read saw ${values.join(', ')}`);
+          assert.equal(r.gets[0]!.modRevision, r.gets[1]!.modRevision);
+          seen.add(values[0]!);
+          await new Promise((r) => setImmediate(r));
+        }
+      } finally {
+        stop = true;
+        await writer;
+      }
+      assert.ok(seen.size > 1, 'the reads should have overlapped the writes');
+    });
+
+    it('read: more keys than one etcd transaction holds (128), and a list longer than one page', async (s) => {
+      const many = Array.from({ length: 700 }, (_, i) => `/m/${String(i).padStart(4, '0')}`);
+      // etcd caps a txn at 128 ops: write in slices.
+      for (let i = 0; i < many.length; i += 100) await write(s, ...many.slice(i, i + 100).map((k) => put(k, `v${k}`)));
+      const gets = [...many.slice(0, 300), '/m/none'];
+      const r = await s.read!({ gets, lists: ['/m/', '/m/06'] });
+      assert.deepEqual(r.gets.map((kv) => kv?.value), [...many.slice(0, 300).map((k) => `v${k}`), undefined]);
+      assert.deepEqual(r.lists[0]!.map((kv) => kv.key), many);
+      assert.deepEqual(r.lists[0], await s.list('/m/'));
+      assert.deepEqual(r.lists[1]!.map((kv) => kv.key), many.slice(600));
     });
 
     it('an empty-ops txn with true guards succeeds without bumping the revision', async (s) => {
