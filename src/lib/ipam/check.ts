@@ -4,8 +4,9 @@
 import fs from 'node:fs'
 import {packageVersion} from '../package-root.js'
 import {parseJson} from '../codec/gojson.js'
-import {containsIp, formatCidr, formatIp, parseIp, tryParseIp} from '../net/cidr.js'
+import {type Cidr, containsIp, formatCidr, formatIp, type Ip, tryParseIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
+import {forEachKv, type KeyValue} from '../store/store.js'
 import {decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {type Block, blockProblems, decodeBlock, isCoolingDown, ownerHost, sanitizeHandle, WINDOWS_RESERVED_HANDLE} from './block.js'
 import {type Ctx, listPools} from './context.js'
@@ -107,42 +108,105 @@ async function readClusterInfo(ctx: Ctx): Promise<ClusterInfo> {
 
 const isWindowsReserved = (h: string | undefined): boolean => h !== undefined && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
 
-/** The address of an ipNetworks entry (`10.65.0.5/32` or a bare address), normalized; undefined if unparseable. */
-function networkIp(n: string): string | undefined {
-  const ip = tryParseIp(n.split('/')[0]!)
-  return ip ? formatIp(ip.family, ip.value) : undefined
+/** Dotted quad of an IPv4 address held as a number: the per-allocation path stays off bigints. */
+const v4Text = (n: number): string => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`
+
+/**
+ * The value of `s` if it is an IPv4 address exactly as formatIp writes it (no leading zeros, no spaces), else -1.
+ * Nearly every endpoint address is; for those the text is already the normalized form.
+ */
+export function canonicalV4(s: string): number {
+  let value = 0
+  let octet = 0
+  let digits = 0
+  let dots = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 46) {
+      if (digits === 0 || dots === 3) return -1
+      value = value * 256 + octet
+      octet = 0
+      digits = 0
+      dots++
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return -1 // leading zero
+      octet = octet * 10 + (c - 48)
+      if (octet > 255) return -1
+      digits++
+    } else {
+      return -1
+    }
+  }
+  return dots === 3 && digits > 0 ? value * 256 + octet : -1
+}
+
+/** Whether an address is in one of `pools`, with IPv4 tested on numbers. */
+function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip: (ip: Ip) => boolean} {
+  const v4 = pools
+    .filter((p) => p.family === 4)
+    .map((p) => ({base: Number(p.base), mask: p.prefix === 0 ? 0 : (0xffffffff << (32 - p.prefix)) >>> 0}))
+  return {
+    v4: (n) => v4.some((p) => (n & p.mask) >>> 0 === p.base),
+    ip: (ip) => pools.some((p) => containsIp(p, ip)),
+  }
 }
 
 export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<CheckResult> {
   const now = ctx.clock.now()
-  const [blockKvs, pools, wepKvs, handleKvs, affinityKvs, cluster] = await Promise.all([
+  // Pools first (a handful of records), so each endpoint address is matched to them while it is at hand.
+  const active = (await listPools(ctx)).filter((p) => !p.spec.disabled).map((p) => p.cidr)
+  const inActivePool = poolMembership(active)
+
+  // Owners. Node records here carry no tunnel addresses and there are no Kubernetes Services, so workload
+  // endpoints are the only owners besides the Windows reservation. Endpoints are streamed and each is dropped
+  // once decoded: holding 100,000 of them, raw or decoded, would dominate check's peak memory.
+  const owners = new Map<string, string[]>()
+  const outsideActivePools = new Set<string>()
+  let workloadIps = 0
+  const visitEndpoint = (kv: KeyValue) => {
+    const w = decodeWorkloadEndpoint(kv.value)
+    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) return
+    const owner = `Workload(${w.namespace}/${w.name})`
+    for (const n of w.ipNetworks) {
+      const slash = n.indexOf('/')
+      const head = slash < 0 ? n : n.slice(0, slash)
+      const v4 = canonicalV4(head)
+      let ip: string
+      let pooled: boolean
+      if (v4 >= 0) {
+        ip = head
+        pooled = inActivePool.v4(v4)
+      } else {
+        const parsed = tryParseIp(head)
+        if (!parsed) continue
+        ip = formatIp(parsed.family, parsed.value)
+        pooled = inActivePool.ip(parsed)
+      }
+      workloadIps++
+      const list = owners.get(ip)
+      if (list) {
+        list.push(owner)
+      } else {
+        owners.set(ip, [owner])
+        if (!pooled) outsideActivePools.add(ip)
+      }
+    }
+  }
+  // The embedded store runs these one after the other, in this order: the endpoints are gone before the
+  // blocks are read. etcd overlaps them.
+  const [, blockKvs, affinityKvs, cluster] = await Promise.all([
+    forEachKv(ctx.store, ENDPOINT_PREFIX, visitEndpoint),
     ctx.store.list(keys.blockPrefix()),
-    listPools(ctx),
-    ctx.store.list(ENDPOINT_PREFIX),
-    ctx.store.list(keys.handlePrefix()),
     ctx.store.list(keys.allHostAffinitiesPrefix()),
     readClusterInfo(ctx),
   ])
 
-  // Owners. Node records here carry no tunnel addresses and there are no Kubernetes Services, so workload
-  // endpoints are the only owners besides the Windows reservation. Each endpoint is decoded and dropped at
-  // once: holding 100,000 decoded endpoints would double check's peak memory.
-  const owners = new Map<string, string[]>()
-  let workloadIps = 0
-  for (let i = 0; i < wepKvs.length; i++) {
-    const w = decodeWorkloadEndpoint(wepKvs[i]!.value)
-    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) continue
-    for (const n of w.ipNetworks) {
-      const ip = networkIp(n)
-      if (ip === undefined) continue
-      workloadIps++
-      owners.set(ip, [...(owners.get(ip) ?? []), `Workload(${w.namespace}/${w.name})`])
-    }
-  }
-  wepKvs.length = 0 // the raw endpoints are not needed any more: let them be collected during the block scan
-
   const blocks: CheckBlock[] = []
   const allocations: CheckAllocation[] = []
+  const leaked: CheckAllocation[] = []
+  const perNode = new Map<string, number>()
+  /** Owned addresses with a live (not cooling-down) allocation. */
+  const allocatedOwned = new Set<string>()
   const invalidBlocks: CheckResult['invalidBlocks'] = []
   const referenced = new Set<string>()
   const blockCidrs = new Set<string>()
@@ -164,12 +228,13 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     const host = ownerHost(block)
     if (host !== undefined) hostAffine.push({cidr, host})
     const cb: CheckBlock = {cidr, affinity: block.affinity, allocations: []}
+    const v4Base = block.cidr.family === 4 ? Number(block.cidr.base) : -1
     block.allocations.forEach((idx, o) => {
       if (idx === null) return
       const a = block.attributes?.[idx]
       // A dangling index is already an invalid-block reason; there is nothing to describe.
       if (!a) return
-      const ip = formatIp(block.cidr.family, block.cidr.base + BigInt(o))
+      const ip = v4Base >= 0 ? v4Text(v4Base + o) : formatIp(block.cidr.family, block.cidr.base + BigInt(o))
       const handle = a.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)
       const coolingDown = isCoolingDown(a)
       const windowsReserved = isWindowsReserved(handle)
@@ -193,40 +258,44 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
       }
       cb.allocations.push(alloc)
       allocations.push(alloc)
+      if (coolingDown) return
+      if (attrs.node !== undefined) perNode.set(attrs.node, (perNode.get(attrs.node) ?? 0) + 1)
+      if (!alloc.inUse) leaked.push(alloc)
+      if (ipOwners.length > 0) allocatedOwned.add(ip)
     })
     blocks.push(cb)
   })
   opts.onProgress?.('Checking blocks', blockKvs.length, blockKvs.length)
+  blockKvs.length = 0 // the raw blocks are not needed any more
 
-  const live = allocations.filter((a) => !a.coolingDown)
-  const perNode = new Map<string, number>()
-  for (const a of live) if (a.attrs.node !== undefined) perNode.set(a.attrs.node, (perNode.get(a.attrs.node) ?? 0) + 1)
   const nodeAllocations = [...perNode].map(([node, count]) => ({node, count})).sort((x, y) => y.count - x.count || (x.node < y.node ? -1 : 1))
 
-  const leaked = live.filter((a) => !a.inUse)
-
-  const active = pools.filter((p) => !p.spec.disabled)
-  const allocated = new Set(live.map((a) => a.ip))
   const multipleOwners: string[] = []
   const notInActivePool: InUseIssue[] = []
   const noAllocation: InUseIssue[] = []
   for (const [ip, list] of owners) {
     if (list.length > 1) multipleOwners.push(ip)
-    const parsed = parseIp(ip)
-    const owner = list.join(', ')
-    if (!active.some((p) => containsIp(p.cidr, parsed))) notInActivePool.push({ip, owner})
+    if (outsideActivePools.has(ip)) notInActivePool.push({ip, owner: list.join(', ')})
     // A cooling-down address was released while its workload still uses it: no allocation either.
-    else if (!allocated.has(ip)) noAllocation.push({ip, owner})
+    else if (!allocatedOwned.has(ip)) noAllocation.push({ip, owner: list.join(', ')})
   }
 
+  // Handles: only keys and revisions matter, so their values are never read. What is left of `referenced`
+  // afterwards has no handle record.
   const leakedHandles: CheckResult['leakedHandles'] = []
-  const existing = new Set<string>()
-  for (const kv of handleKvs) {
-    const id = kv.key.slice(keys.handlePrefix().length)
-    existing.add(id)
-    if (!referenced.has(id)) leakedHandles.push({id, revision: kv.modRevision})
-  }
-  const missingHandles = [...referenced].filter((h) => !existing.has(h)).sort()
+  let handlesWithMatches = 0
+  const handlePrefix = keys.handlePrefix()
+  await forEachKv(
+    ctx.store,
+    handlePrefix,
+    (kv) => {
+      const id = kv.key.slice(handlePrefix.length)
+      if (referenced.delete(id)) handlesWithMatches++
+      else leakedHandles.push({id, revision: kv.modRevision})
+    },
+    {keysOnly: true},
+  )
+  const missingHandles = [...referenced].sort()
 
   // Extras. ipamctl writes an affinity and its block in one transaction, so either without the other is
   // damage (or upstream's quirk 3.15.3), except for the instant of an upstream claim in progress.
@@ -260,7 +329,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   return {
     blocks,
     allocations,
-    activePools: active.map((p) => formatCidr(p.cidr)),
+    activePools: active.map((p) => formatCidr(p)),
     owners,
     workloadIps,
     nodeAllocations,
@@ -269,7 +338,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     notInActivePool,
     noAllocation,
     leakedHandles,
-    handlesWithMatches: existing.size - leakedHandles.length,
+    handlesWithMatches,
     missingHandles,
     invalidBlocks,
     affinitiesWithoutBlock,

@@ -114,46 +114,69 @@ export class EtcdStore implements Store {
     return kv && {key: kv.key.toString(), value: kv.value.toString(), modRevision: BigInt(kv.mod_revision)}
   }
 
-  private async scan(prefix: string, keysOnly: boolean): Promise<KeyValue[]> {
+  /**
+   * Every key with the prefix, page by page, at the first page's revision. The next page is requested before
+   * the current one is visited, so a caller's per-key work overlaps etcd's.
+   */
+  private async scan(prefix: string, keysOnly: boolean, visit: (kv: KeyValue) => void): Promise<void> {
     const end = prefixRangeEnd(Buffer.from(prefix))
-    const out: KeyValue[] = []
     // etcd rejects an empty key; "\0" is the smallest key there is.
-    let from = prefix === '' ? Buffer.from([0]) : Buffer.from(prefix)
+    const first = prefix === '' ? Buffer.from([0]) : Buffer.from(prefix)
     let revision: string | undefined
     let limit = FIRST_PAGE
     let bytes = 0
-    for (;;) {
-      const range = () => this.client.kv.range({key: from, range_end: end, limit, keys_only: keysOnly, revision, sort_order: 'Ascend', sort_target: 'Key'})
-      let r: Awaited<ReturnType<typeof range>>
-      try {
-        r = await this.call('list', range)
-      } catch (err) {
-        // Values much larger than the ones seen so far can push a page past the receive limit: ask for fewer
-        // keys per page from here on.
-        if (limit > 1 && /RESOURCE_EXHAUSTED|larger than max/.test(String((err as Error).message))) {
-          limit = Math.max(1, Math.floor(limit / 2))
-          continue
+    let count = 0
+    const page = async (from: Buffer) => {
+      for (;;) {
+        try {
+          return await this.call('list', () =>
+            this.client.kv.range({key: from, range_end: end, limit, keys_only: keysOnly, revision, sort_order: 'Ascend', sort_target: 'Key'}),
+          )
+        } catch (err) {
+          // Values much larger than the ones seen so far can push a page past the receive limit: ask for fewer
+          // keys per page from here on.
+          if (limit > 1 && /RESOURCE_EXHAUSTED|larger than max/.test(String((err as Error).message))) {
+            limit = Math.max(1, Math.floor(limit / 2))
+            continue
+          }
+          throw err
         }
-        throw err
       }
+    }
+    let r = await page(first)
+    for (;;) {
       // Later pages read at the first page's revision: one consistent snapshot, as a single range would be.
       revision ??= r.header.revision
-      for (const kv of r.kvs) {
-        bytes += kv.key.length + kv.value.length
-        out.push({key: kv.key.toString(), value: keysOnly ? '' : kv.value.toString(), modRevision: BigInt(kv.mod_revision)})
+      for (const kv of r.kvs) bytes += kv.key.length + kv.value.length
+      count += r.kvs.length
+      const more = r.more && r.kvs.length > 0
+      let next: Promise<typeof r> | undefined
+      if (more) {
+        limit = Math.max(1, Math.min(MAX_PAGE, Math.floor(PAGE_BYTES / Math.max(1, bytes / count))))
+        next = page(Buffer.concat([r.kvs[r.kvs.length - 1]!.key, Buffer.from([0])]))
+        // Settled below; until then a failure must not surface as an unhandled rejection.
+        next.catch(() => {})
       }
-      if (!r.more || r.kvs.length === 0) return out
-      limit = Math.max(1, Math.min(MAX_PAGE, Math.floor(PAGE_BYTES / Math.max(1, bytes / out.length))))
-      from = Buffer.concat([r.kvs[r.kvs.length - 1]!.key, Buffer.from([0])])
+      for (const kv of r.kvs) visit({key: kv.key.toString(), value: keysOnly ? '' : kv.value.toString(), modRevision: BigInt(kv.mod_revision)})
+      if (!next) return
+      r = await next
     }
   }
 
   async list(prefix: string): Promise<KeyValue[]> {
-    return this.scan(prefix, false)
+    const out: KeyValue[] = []
+    await this.scan(prefix, false, (kv) => out.push(kv))
+    return out
   }
 
   async listKeys(prefix: string): Promise<string[]> {
-    return (await this.scan(prefix, true)).map((kv) => kv.key)
+    const out: string[] = []
+    await this.scan(prefix, true, (kv) => out.push(kv.key))
+    return out
+  }
+
+  async each(prefix: string, visit: (kv: KeyValue) => void, opts: {keysOnly?: boolean} = {}): Promise<void> {
+    await this.scan(prefix, opts.keysOnly === true, visit)
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {

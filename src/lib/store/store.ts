@@ -28,6 +28,12 @@ export interface Store {
   list(prefix: string): Promise<KeyValue[]>
   /** Keys only: cheap enough to walk thousands of blocks without reading their values. */
   listKeys(prefix: string): Promise<string[]>
+  /**
+   * Optional streaming form of `list`, for whole-store scans (`ipam check`) that must not hold 100,000 values at
+   * once: visits each key in order; with `keysOnly` the value is '' and never read. Use `forEachKv`, which falls
+   * back to `list` for stores (or wrappers) without it.
+   */
+  each?(prefix: string, visit: (kv: KeyValue) => void, opts?: {keysOnly?: boolean}): Promise<void>
   /** All ops apply atomically iff every condition holds. */
   txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult>
   revision(): Promise<bigint>
@@ -37,4 +43,10 @@ export interface Store {
 /** Guard that reflects what the caller read: absent if it read nothing, else the revision it saw. */
 export function guardFor(key: string, seen: KeyValue | undefined): Condition {
   return seen ? {key, modRevision: seen.modRevision} : {key, absent: true}
+}
+
+/** Visit every key starting with `prefix` in order, streaming when the store can (see `Store.each`). */
+export async function forEachKv(store: Store, prefix: string, visit: (kv: KeyValue) => void, opts: {keysOnly?: boolean} = {}): Promise<void> {
+  if (store.each) return store.each(prefix, visit, opts)
+  for (const kv of await store.list(prefix)) visit(opts.keysOnly ? {key: kv.key, value: '', modRevision: kv.modRevision} : kv)
 }
