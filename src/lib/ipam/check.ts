@@ -151,22 +151,30 @@ function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip
   }
 }
 
-export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<CheckResult> {
-  const now = ctx.clock.now()
-  // Pools first (a handful of records), so each endpoint address is matched to them while it is at hand.
-  const active = (await listPools(ctx)).filter((p) => !p.spec.disabled).map((p) => p.cidr)
-  const inActivePool = poolMembership(active)
+/** Shared by every allocation until its owners are known; never handed out (see `applyOwners`). */
+const NO_OWNERS: string[] = []
 
-  // Owners. Node records here carry no tunnel addresses and there are no Kubernetes Services, so workload
-  // endpoints are the only owners besides the Windows reservation. Endpoints are streamed and each is dropped
-  // once decoded: holding 100,000 of them, raw or decoded, would dominate check's peak memory.
-  const owners = new Map<string, string[]>()
-  const outsideActivePools = new Set<string>()
-  let workloadIps = 0
-  const visitEndpoint = (kv: KeyValue) => {
+/**
+ * Owners of each workload address, from endpoints visited one at a time (check never holds them all). Node
+ * records here carry no tunnel addresses and there are no Kubernetes Services, so workload endpoints are the
+ * only owners besides the Windows reservation.
+ */
+class EndpointOwners {
+  /** Address → `Workload(<ns>/<name>)` of each endpoint listing it. */
+  readonly owners = new Map<string, string[]>()
+  readonly outsideActivePools = new Set<string>()
+  workloadIps = 0
+  private readonly inActivePool: ReturnType<typeof poolMembership>
+
+  constructor(active: readonly Cidr[], private readonly nodeNetnsExists?: CheckOptions['nodeNetnsExists']) {
+    this.inActivePool = poolMembership(active)
+  }
+
+  visit(kv: KeyValue): void {
     const w = decodeWorkloadEndpoint(kv.value)
-    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) return
-    const owner = `Workload(${w.namespace}/${w.name})`
+    if (this.nodeNetnsExists && !this.nodeNetnsExists(w)) return
+    // Joined rather than a template literal: V8 would keep each owner as a tree of four string pieces.
+    const owner = ['Workload(', w.namespace, '/', w.name, ')'].join('')
     for (const n of w.ipNetworks) {
       const slash = n.indexOf('/')
       const head = slash < 0 ? n : n.slice(0, slash)
@@ -175,74 +183,68 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
       let pooled: boolean
       if (v4 >= 0) {
         ip = head
-        pooled = inActivePool.v4(v4)
+        pooled = this.inActivePool.v4(v4)
       } else {
         const parsed = tryParseIp(head)
         if (!parsed) continue
         ip = formatIp(parsed.family, parsed.value)
-        pooled = inActivePool.ip(parsed)
+        pooled = this.inActivePool.ip(parsed)
       }
-      workloadIps++
-      const list = owners.get(ip)
+      this.workloadIps++
+      const list = this.owners.get(ip)
       if (list) {
         list.push(owner)
       } else {
-        owners.set(ip, [owner])
-        if (!pooled) outsideActivePools.add(ip)
+        this.owners.set(ip, [owner])
+        if (!pooled) this.outsideActivePools.add(ip)
       }
     }
   }
-  // The embedded store runs these one after the other, in this order: the endpoints are gone before the
-  // blocks are read. etcd overlaps them.
-  const [, blockKvs, affinityKvs, cluster] = await Promise.all([
-    forEachKv(ctx.store, ENDPOINT_PREFIX, visitEndpoint),
-    ctx.store.list(keys.blockPrefix()),
-    ctx.store.list(keys.allHostAffinitiesPrefix()),
-    readClusterInfo(ctx),
-  ])
+}
 
-  const blocks: CheckBlock[] = []
-  const allocations: CheckAllocation[] = []
-  const leaked: CheckAllocation[] = []
-  const perNode = new Map<string, number>()
-  /** Owned addresses with a live (not cooling-down) allocation. */
-  const allocatedOwned = new Set<string>()
-  const invalidBlocks: CheckResult['invalidBlocks'] = []
-  const referenced = new Set<string>()
-  const blockCidrs = new Set<string>()
-  const hostAffine: {cidr: string; host: string}[] = []
-  blockKvs.forEach((kv, i) => {
-    opts.onProgress?.('Checking blocks', i, blockKvs.length)
+/** Blocks visited one at a time: their allocations (owners still unknown), handles and problems. */
+class BlockScan {
+  readonly blocks: CheckBlock[] = []
+  readonly allocations: CheckAllocation[] = []
+  readonly invalidBlocks: CheckResult['invalidBlocks'] = []
+  /** Handles the blocks name, Windows reservations aside. */
+  readonly referenced = new Set<string>()
+  readonly blockCidrs = new Set<string>()
+  readonly hostAffine: {cidr: string; host: string}[] = []
+  visited = 0
+
+  constructor(private readonly now: Date) {}
+
+  visit(kv: KeyValue): void {
+    this.visited++
     let block: Block
     try {
       block = decodeBlock(kv.value)
     } catch (err) {
-      invalidBlocks.push({cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'), reasons: [(err as Error).message]})
+      this.invalidBlocks.push({cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'), reasons: [(err as Error).message]})
       return
     }
     const cidr = formatCidr(block.cidr)
-    blockCidrs.add(cidr)
+    this.blockCidrs.add(cidr)
     // Validate the block as stored: an in-memory GC would hide unreferenced attributes.
-    const reasons = blockProblems(block, now)
-    if (reasons.length > 0) invalidBlocks.push({cidr, reasons})
+    const reasons = blockProblems(block, this.now)
+    if (reasons.length > 0) this.invalidBlocks.push({cidr, reasons})
     const host = ownerHost(block)
-    if (host !== undefined) hostAffine.push({cidr, host})
+    if (host !== undefined) this.hostAffine.push({cidr, host})
     const cb: CheckBlock = {cidr, affinity: block.affinity, allocations: []}
     const v4Base = block.cidr.family === 4 ? Number(block.cidr.base) : -1
-    block.allocations.forEach((idx, o) => {
-      if (idx === null) return
+    for (let o = 0; o < block.allocations.length; o++) {
+      const idx = block.allocations[o]!
+      if (idx === null) continue
       const a = block.attributes?.[idx]
       // A dangling index is already an invalid-block reason; there is nothing to describe.
-      if (!a) return
-      const ip = v4Base >= 0 ? v4Text(v4Base + o) : formatIp(block.cidr.family, block.cidr.base + BigInt(o))
+      if (!a) continue
       const handle = a.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)
-      const coolingDown = isCoolingDown(a)
       const windowsReserved = isWindowsReserved(handle)
-      if (handle !== undefined && !windowsReserved) referenced.add(handle)
+      if (handle !== undefined && !windowsReserved) this.referenced.add(handle)
       const attrs = a.secondary ?? {}
-      const ipOwners = owners.get(ip) ?? []
       const alloc: CheckAllocation = {
-        ip,
+        ip: v4Base >= 0 ? v4Text(v4Base + o) : formatIp(block.cidr.family, block.cidr.base + BigInt(o)),
         block: cidr,
         handle,
         sequenceNumber: block.sequenceNumberForAllocation.get(String(o)),
@@ -250,24 +252,78 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
         alternateAttrs: a.alternateOwnerAttrs ?? {},
         creationTimestamp: attrs.timestamp,
         // Upstream reports Windows reservations as not in use (quirk 3.15.5), inviting their release; we don't.
-        inUse: ipOwners.length > 0 || windowsReserved,
+        inUse: windowsReserved,
         borrowed: host !== undefined && attrs.node !== undefined && attrs.node !== host,
-        coolingDown,
+        coolingDown: isCoolingDown(a),
         windowsReserved,
-        owners: ipOwners,
+        owners: NO_OWNERS,
       }
       cb.allocations.push(alloc)
-      allocations.push(alloc)
-      if (coolingDown) return
-      if (attrs.node !== undefined) perNode.set(attrs.node, (perNode.get(attrs.node) ?? 0) + 1)
-      if (!alloc.inUse) leaked.push(alloc)
-      if (ipOwners.length > 0) allocatedOwned.add(ip)
-    })
-    blocks.push(cb)
-  })
-  opts.onProgress?.('Checking blocks', blockKvs.length, blockKvs.length)
-  blockKvs.length = 0 // the raw blocks are not needed any more
+      this.allocations.push(alloc)
+    }
+    this.blocks.push(cb)
+  }
+}
 
+export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<CheckResult> {
+  const now = ctx.clock.now()
+  const [pools, blockTotal] = await Promise.all([
+    // Pools first (a handful of records), so each endpoint address is matched to them while it is at hand.
+    listPools(ctx),
+    // Blocks are streamed: their number, for the progress indicator only, comes from their keys.
+    opts.onProgress ? ctx.store.listKeys(keys.blockPrefix()).then((k) => k.length) : 0,
+  ])
+  const active = pools.filter((p) => !p.spec.disabled).map((p) => p.cidr)
+
+  // Endpoints, blocks and handles are each streamed, never held (100,000 of each would dominate check's peak
+  // memory). etcd runs the endpoints beside blocks-then-handles; the embedded store one after the other.
+  const endpoints = new EndpointOwners(active, opts.nodeNetnsExists)
+  const scan = new BlockScan(now)
+  const leakedHandles: CheckResult['leakedHandles'] = []
+  let handlesWithMatches = 0
+  const handlePrefix = keys.handlePrefix()
+  const progress = (done: number) => opts.onProgress?.('Checking blocks', done, Math.max(done, blockTotal))
+  const [, , affinityKvs, cluster] = await Promise.all([
+    forEachKv(ctx.store, ENDPOINT_PREFIX, (kv) => endpoints.visit(kv)),
+    (async () => {
+      await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
+        progress(scan.visited)
+        scan.visit(kv)
+      })
+      progress(scan.visited)
+      // Only keys and revisions matter, so handle values are never read. What is left of `referenced`
+      // afterwards has no handle record.
+      await forEachKv(
+        ctx.store,
+        handlePrefix,
+        (kv) => {
+          const id = kv.key.slice(handlePrefix.length)
+          if (scan.referenced.delete(id)) handlesWithMatches++
+          else leakedHandles.push({id, revision: kv.modRevision})
+        },
+        {keysOnly: true},
+      )
+    })(),
+    ctx.store.list(keys.allHostAffinitiesPrefix()),
+    readClusterInfo(ctx),
+  ])
+  const {owners, outsideActivePools, workloadIps} = endpoints
+  const {blocks, allocations, invalidBlocks, blockCidrs, hostAffine} = scan
+  const missingHandles = [...scan.referenced].sort()
+
+  const leaked: CheckAllocation[] = []
+  const perNode = new Map<string, number>()
+  /** Owned addresses with a live (not cooling-down) allocation. */
+  const allocatedOwned = new Set<string>()
+  for (const a of allocations) {
+    const list = owners.get(a.ip)
+    a.owners = list ?? []
+    if (list) a.inUse = true
+    if (a.coolingDown) continue
+    if (a.attrs.node !== undefined) perNode.set(a.attrs.node, (perNode.get(a.attrs.node) ?? 0) + 1)
+    if (!a.inUse) leaked.push(a)
+    if (list) allocatedOwned.add(a.ip)
+  }
   const nodeAllocations = [...perNode].map(([node, count]) => ({node, count})).sort((x, y) => y.count - x.count || (x.node < y.node ? -1 : 1))
 
   const multipleOwners: string[] = []
@@ -279,23 +335,6 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     // A cooling-down address was released while its workload still uses it: no allocation either.
     else if (!allocatedOwned.has(ip)) noAllocation.push({ip, owner: list.join(', ')})
   }
-
-  // Handles: only keys and revisions matter, so their values are never read. What is left of `referenced`
-  // afterwards has no handle record.
-  const leakedHandles: CheckResult['leakedHandles'] = []
-  let handlesWithMatches = 0
-  const handlePrefix = keys.handlePrefix()
-  await forEachKv(
-    ctx.store,
-    handlePrefix,
-    (kv) => {
-      const id = kv.key.slice(handlePrefix.length)
-      if (referenced.delete(id)) handlesWithMatches++
-      else leakedHandles.push({id, revision: kv.modRevision})
-    },
-    {keysOnly: true},
-  )
-  const missingHandles = [...referenced].sort()
 
   // Extras. ipamctl writes an affinity and its block in one transaction, so either without the other is
   // damage (or upstream's quirk 3.15.3), except for the instant of an upstream claim in progress.
