@@ -146,7 +146,7 @@ function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip
     .filter((p) => p.family === 4)
     .map((p) => ({base: Number(p.base), mask: p.prefix === 0 ? 0 : (0xffffffff << (32 - p.prefix)) >>> 0}))
   return {
-    v4: (n) => v4.some((p) => (n & p.mask) >>> 0 === p.base),
+    v4: (n) => v4.some((p) => ((n & p.mask) >>> 0) === p.base),
     ip: (ip) => pools.some((p) => containsIp(p, ip)),
   }
 }
