@@ -39,7 +39,7 @@ export default class IpamCheck extends BaseCommand {
     }
     if (tty) process.stderr.write('Loading IPAM data…')
     const node = flags.node ?? os.hostname()
-    const r = await checkIpam(ctx, {onProgress: progress, nodeNetnsExists: netnsLiveness(node, (p) => fs.existsSync(p))})
+    const r = await checkIpam(ctx, {onProgress: tty ? progress : undefined, nodeNetnsExists: netnsLiveness(node, (p) => fs.existsSync(p))})
     if (tty) process.stderr.write('\r\u001b[K')
     this.out(checkText(r, {all, problemIps}))
     report?.write(buildReport(r))

@@ -1,9 +1,9 @@
 // A Store that counts what it does: every call is one datastore round trip, and a transaction whose guards
 // fail is a lost compare-and-swap race (the retry helper then re-reads and tries again). The agent exports
 // both as metrics, which is how its batching shows: fewer round trips and conflicts per allocation.
-import type {Condition, KeyValue, Store, TxnResult, WriteOp} from '../store/store.js'
+import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from '../store/store.js'
 
-export type StoreOp = 'get' | 'list' | 'listKeys' | 'txn' | 'revision'
+export type StoreOp = 'get' | 'list' | 'listKeys' | 'read' | 'each' | 'txn' | 'revision'
 
 export interface StoreCounts {
   /** Round trips by operation. */
@@ -13,9 +13,17 @@ export interface StoreCounts {
 }
 
 export class CountedStore implements Store {
-  readonly counts: StoreCounts = {calls: {get: 0, list: 0, listKeys: 0, txn: 0, revision: 0}, conflicts: 0}
+  readonly counts: StoreCounts = {calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0}, conflicts: 0}
 
-  constructor(private readonly inner: Store) {}
+  read?: (req: ReadRequest) => Promise<ReadResult>
+  each?: (prefix: string, visit: (kv: KeyValue) => void, opts?: {keysOnly?: boolean}) => Promise<void>
+
+  constructor(private readonly inner: Store) {
+    // Forwarded only when the inner store has them, so that readMany()/forEachKv() make the same requests
+    // through this wrapper as without it.
+    if (inner.read) this.read = (req) => (this.counts.calls.read++, inner.read!(req))
+    if (inner.each) this.each = (prefix, visit, opts) => (this.counts.calls.each++, inner.each!(prefix, visit, opts))
+  }
 
   get description(): string {
     return this.inner.description

@@ -69,7 +69,7 @@ export class AgentMetrics {
     help: 'Transactions whose compare-and-swap guards failed (each is retried after a re-read).',
     registers: [this.registry],
   })
-  private readonly reported: StoreCounts = {calls: {get: 0, list: 0, listKeys: 0, txn: 0, revision: 0}, conflicts: 0}
+  private readonly reported: StoreCounts = {calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0}, conflicts: 0}
   private leaks: {at: number; counts: LeakCounts} | undefined
   private refreshing: Promise<void> | undefined
 

@@ -5,8 +5,9 @@ import fs from 'node:fs'
 import {packageVersion} from '../package-root.js'
 import {parseJson} from '../codec/gojson.js'
 import {ValidationError} from '../errors.js'
-import {containsIp, formatCidr, formatIp, parseIp, tryParseIp} from '../net/cidr.js'
+import {type Cidr, containsIp, formatCidr, formatIp, type Ip, parseIp, tryParseIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
+import {forEachKv, type KeyValue} from '../store/store.js'
 import {decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {type Block, blockProblems, decodeBlock, isCoolingDown, ownerHost, sanitizeHandle, WINDOWS_RESERVED_HANDLE} from './block.js'
 import {type Ctx, listPools} from './context.js'
@@ -108,126 +109,235 @@ async function readClusterInfo(ctx: Ctx): Promise<ClusterInfo> {
 
 const isWindowsReserved = (h: string | undefined): boolean => h !== undefined && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
 
-/** The address of an ipNetworks entry (`10.65.0.5/32` or a bare address), normalized; undefined if unparseable. */
-function networkIp(n: string): string | undefined {
-  const ip = tryParseIp(n.split('/')[0]!)
-  return ip ? formatIp(ip.family, ip.value) : undefined
-}
+/** Dotted quad of an IPv4 address held as a number: the per-allocation path stays off bigints. */
+const v4Text = (n: number): string => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`
 
-export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<CheckResult> {
-  const now = ctx.clock.now()
-  const [blockKvs, pools, wepKvs, handleKvs, affinityKvs, cluster] = await Promise.all([
-    ctx.store.list(keys.blockPrefix()),
-    listPools(ctx),
-    ctx.store.list(ENDPOINT_PREFIX),
-    ctx.store.list(keys.handlePrefix()),
-    ctx.store.list(keys.allHostAffinitiesPrefix()),
-    readClusterInfo(ctx),
-  ])
-
-  // Owners. Node records here carry no tunnel addresses and there are no Kubernetes Services, so workload
-  // endpoints are the only owners besides the Windows reservation. Each endpoint is decoded and dropped at
-  // once: holding 100,000 decoded endpoints would double check's peak memory.
-  const owners = new Map<string, string[]>()
-  let workloadIps = 0
-  for (let i = 0; i < wepKvs.length; i++) {
-    const w = decodeWorkloadEndpoint(wepKvs[i]!.value)
-    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) continue
-    for (const n of w.ipNetworks) {
-      const ip = networkIp(n)
-      if (ip === undefined) continue
-      workloadIps++
-      owners.set(ip, [...(owners.get(ip) ?? []), `Workload(${w.namespace}/${w.name})`])
+/**
+ * The value of `s` if it is an IPv4 address exactly as formatIp writes it (no leading zeros, no spaces), else -1.
+ * Nearly every endpoint address is; for those the text is already the normalized form.
+ */
+export function canonicalV4(s: string): number {
+  let value = 0
+  let octet = 0
+  let digits = 0
+  let dots = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 46) {
+      if (digits === 0 || dots === 3) return -1
+      value = value * 256 + octet
+      octet = 0
+      digits = 0
+      dots++
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return -1 // leading zero
+      octet = octet * 10 + (c - 48)
+      if (octet > 255) return -1
+      digits++
+    } else {
+      return -1
     }
   }
-  wepKvs.length = 0 // the raw endpoints are not needed any more: let them be collected during the block scan
+  return dots === 3 && digits > 0 ? value * 256 + octet : -1
+}
 
-  const blocks: CheckBlock[] = []
-  const allocations: CheckAllocation[] = []
-  const invalidBlocks: CheckResult['invalidBlocks'] = []
-  const referenced = new Set<string>()
-  const blockCidrs = new Set<string>()
-  const hostAffine: {cidr: string; host: string}[] = []
-  blockKvs.forEach((kv, i) => {
-    opts.onProgress?.('Checking blocks', i, blockKvs.length)
+/** Whether an address is in one of `pools`, with IPv4 tested on numbers. */
+function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip: (ip: Ip) => boolean} {
+  const v4 = pools
+    .filter((p) => p.family === 4)
+    .map((p) => ({base: Number(p.base), mask: p.prefix === 0 ? 0 : (0xffffffff << (32 - p.prefix)) >>> 0}))
+  return {
+    v4: (n) => v4.some((p) => ((n & p.mask) >>> 0) === p.base),
+    ip: (ip) => pools.some((p) => containsIp(p, ip)),
+  }
+}
+
+/** Shared by every allocation until its owners are known; replaced before checkIpam returns. */
+const NO_OWNERS: string[] = []
+/** Shared by allocations without (alternate) attributes: 100,000 empty objects would be a few MB. */
+const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+/**
+ * Owners of each workload address, from endpoints visited one at a time (check never holds them all). Node
+ * records here carry no tunnel addresses and there are no Kubernetes Services, so workload endpoints are the
+ * only owners besides the Windows reservation.
+ */
+class EndpointOwners {
+  /** Address → `Workload(<ns>/<name>)` of each endpoint listing it. */
+  readonly owners = new Map<string, string[]>()
+  readonly outsideActivePools = new Set<string>()
+  workloadIps = 0
+  private readonly inActivePool: ReturnType<typeof poolMembership>
+
+  constructor(active: readonly Cidr[], private readonly nodeNetnsExists?: CheckOptions['nodeNetnsExists']) {
+    this.inActivePool = poolMembership(active)
+  }
+
+  visit(kv: KeyValue): void {
+    const w = decodeWorkloadEndpoint(kv.value)
+    if (this.nodeNetnsExists && !this.nodeNetnsExists(w)) return
+    // Joined rather than a template literal: V8 would keep each owner as a tree of four string pieces.
+    const owner = ['Workload(', w.namespace, '/', w.name, ')'].join('')
+    for (const n of w.ipNetworks) {
+      const slash = n.indexOf('/')
+      const head = slash < 0 ? n : n.slice(0, slash)
+      const v4 = canonicalV4(head)
+      let ip: string
+      let pooled: boolean
+      if (v4 >= 0) {
+        ip = head
+        pooled = this.inActivePool.v4(v4)
+      } else {
+        const parsed = tryParseIp(head)
+        if (!parsed) continue
+        ip = formatIp(parsed.family, parsed.value)
+        pooled = this.inActivePool.ip(parsed)
+      }
+      this.workloadIps++
+      const list = this.owners.get(ip)
+      if (list) {
+        list.push(owner)
+      } else {
+        this.owners.set(ip, [owner])
+        if (!pooled) this.outsideActivePools.add(ip)
+      }
+    }
+  }
+}
+
+/** Blocks visited one at a time: their allocations (owners still unknown), handles and problems. */
+class BlockScan {
+  readonly blocks: CheckBlock[] = []
+  readonly allocations: CheckAllocation[] = []
+  readonly invalidBlocks: CheckResult['invalidBlocks'] = []
+  /** Handles the blocks name, Windows reservations aside. */
+  readonly referenced = new Set<string>()
+  readonly blockCidrs = new Set<string>()
+  readonly hostAffine: {cidr: string; host: string}[] = []
+  visited = 0
+
+  constructor(private readonly now: Date) {}
+
+  visit(kv: KeyValue): void {
+    this.visited++
     let block: Block
     try {
       block = decodeBlock(kv.value)
     } catch (err) {
-      invalidBlocks.push({cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'), reasons: [(err as Error).message]})
+      this.invalidBlocks.push({cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'), reasons: [(err as Error).message]})
       return
     }
     const cidr = formatCidr(block.cidr)
-    blockCidrs.add(cidr)
+    this.blockCidrs.add(cidr)
     // Validate the block as stored: an in-memory GC would hide unreferenced attributes.
-    const reasons = blockProblems(block, now)
-    if (reasons.length > 0) invalidBlocks.push({cidr, reasons})
+    const reasons = blockProblems(block, this.now)
+    if (reasons.length > 0) this.invalidBlocks.push({cidr, reasons})
     const host = ownerHost(block)
-    if (host !== undefined) hostAffine.push({cidr, host})
+    if (host !== undefined) this.hostAffine.push({cidr, host})
     const cb: CheckBlock = {cidr, affinity: block.affinity, allocations: []}
-    block.allocations.forEach((idx, o) => {
-      if (idx === null) return
+    const v4Base = block.cidr.family === 4 ? Number(block.cidr.base) : -1
+    for (let o = 0; o < block.allocations.length; o++) {
+      const idx = block.allocations[o]!
+      if (idx === null) continue
       const a = block.attributes?.[idx]
       // A dangling index is already an invalid-block reason; there is nothing to describe.
-      if (!a) return
-      const ip = formatIp(block.cidr.family, block.cidr.base + BigInt(o))
+      if (!a) continue
       const handle = a.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)
-      const coolingDown = isCoolingDown(a)
       const windowsReserved = isWindowsReserved(handle)
-      if (handle !== undefined && !windowsReserved) referenced.add(handle)
-      const attrs = a.secondary ?? {}
-      const ipOwners = owners.get(ip) ?? []
+      if (handle !== undefined && !windowsReserved) this.referenced.add(handle)
+      const attrs = a.secondary ?? NO_ATTRS
       const alloc: CheckAllocation = {
-        ip,
+        ip: v4Base >= 0 ? v4Text(v4Base + o) : formatIp(block.cidr.family, block.cidr.base + BigInt(o)),
         block: cidr,
         handle,
         sequenceNumber: block.sequenceNumberForAllocation.get(String(o)),
         attrs,
-        alternateAttrs: a.alternateOwnerAttrs ?? {},
+        alternateAttrs: a.alternateOwnerAttrs ?? NO_ATTRS,
         creationTimestamp: attrs.timestamp,
         // Upstream reports Windows reservations as not in use (quirk 3.15.5), inviting their release; we don't.
-        inUse: ipOwners.length > 0 || windowsReserved,
+        inUse: windowsReserved,
         borrowed: host !== undefined && attrs.node !== undefined && attrs.node !== host,
-        coolingDown,
+        coolingDown: isCoolingDown(a),
         windowsReserved,
-        owners: ipOwners,
+        owners: NO_OWNERS,
       }
       cb.allocations.push(alloc)
-      allocations.push(alloc)
-    })
-    blocks.push(cb)
-  })
-  opts.onProgress?.('Checking blocks', blockKvs.length, blockKvs.length)
+      this.allocations.push(alloc)
+    }
+    this.blocks.push(cb)
+  }
+}
 
-  const live = allocations.filter((a) => !a.coolingDown)
+export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<CheckResult> {
+  const now = ctx.clock.now()
+  const [pools, blockTotal] = await Promise.all([
+    // Pools first (a handful of records), so each endpoint address is matched to them while it is at hand.
+    listPools(ctx),
+    // Blocks are streamed: their number, for the progress indicator only, comes from their keys.
+    opts.onProgress ? ctx.store.listKeys(keys.blockPrefix()).then((k) => k.length) : 0,
+  ])
+  const active = pools.filter((p) => !p.spec.disabled).map((p) => p.cidr)
+
+  // Endpoints, blocks and handles are each streamed, never held (100,000 of each would dominate check's peak
+  // memory). etcd runs the endpoints beside blocks-then-handles; the embedded store one after the other.
+  const endpoints = new EndpointOwners(active, opts.nodeNetnsExists)
+  const scan = new BlockScan(now)
+  const leakedHandles: CheckResult['leakedHandles'] = []
+  let handlesWithMatches = 0
+  const handlePrefix = keys.handlePrefix()
+  const progress = (done: number) => opts.onProgress?.('Checking blocks', done, Math.max(done, blockTotal))
+  const [, , affinityKvs, cluster] = await Promise.all([
+    forEachKv(ctx.store, ENDPOINT_PREFIX, (kv) => endpoints.visit(kv)),
+    (async () => {
+      await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
+        progress(scan.visited)
+        scan.visit(kv)
+      })
+      progress(scan.visited)
+      // Only keys and revisions matter, so handle values are never read. What is left of `referenced`
+      // afterwards has no handle record.
+      await forEachKv(
+        ctx.store,
+        handlePrefix,
+        (kv) => {
+          const id = kv.key.slice(handlePrefix.length)
+          if (scan.referenced.delete(id)) handlesWithMatches++
+          else leakedHandles.push({id, revision: kv.modRevision})
+        },
+        {keysOnly: true},
+      )
+    })(),
+    ctx.store.list(keys.allHostAffinitiesPrefix()),
+    readClusterInfo(ctx),
+  ])
+  const {owners, outsideActivePools, workloadIps} = endpoints
+  const {blocks, allocations, invalidBlocks, blockCidrs, hostAffine} = scan
+  const missingHandles = [...scan.referenced].sort()
+
+  const leaked: CheckAllocation[] = []
   const perNode = new Map<string, number>()
-  for (const a of live) if (a.attrs.node !== undefined) perNode.set(a.attrs.node, (perNode.get(a.attrs.node) ?? 0) + 1)
+  /** Owned addresses with a live (not cooling-down) allocation. */
+  const allocatedOwned = new Set<string>()
+  for (const a of allocations) {
+    const list = owners.get(a.ip)
+    a.owners = list ?? []
+    if (list) a.inUse = true
+    if (a.coolingDown) continue
+    if (a.attrs.node !== undefined) perNode.set(a.attrs.node, (perNode.get(a.attrs.node) ?? 0) + 1)
+    if (!a.inUse) leaked.push(a)
+    if (list) allocatedOwned.add(a.ip)
+  }
   const nodeAllocations = [...perNode].map(([node, count]) => ({node, count})).sort((x, y) => y.count - x.count || (x.node < y.node ? -1 : 1))
 
-  const leaked = live.filter((a) => !a.inUse)
-
-  const active = pools.filter((p) => !p.spec.disabled)
-  const allocated = new Set(live.map((a) => a.ip))
   const multipleOwners: string[] = []
   const notInActivePool: InUseIssue[] = []
   const noAllocation: InUseIssue[] = []
   for (const [ip, list] of owners) {
     if (list.length > 1) multipleOwners.push(ip)
-    const parsed = parseIp(ip)
-    const owner = list.join(', ')
-    if (!active.some((p) => containsIp(p.cidr, parsed))) notInActivePool.push({ip, owner})
+    if (outsideActivePools.has(ip)) notInActivePool.push({ip, owner: list.join(', ')})
     // A cooling-down address was released while its workload still uses it: no allocation either.
-    else if (!allocated.has(ip)) noAllocation.push({ip, owner})
+    else if (!allocatedOwned.has(ip)) noAllocation.push({ip, owner: list.join(', ')})
   }
-
-  const leakedHandles: CheckResult['leakedHandles'] = []
-  const existing = new Set<string>()
-  for (const kv of handleKvs) {
-    const id = kv.key.slice(keys.handlePrefix().length)
-    existing.add(id)
-    if (!referenced.has(id)) leakedHandles.push({id, revision: kv.modRevision})
-  }
-  const missingHandles = [...referenced].filter((h) => !existing.has(h)).sort()
 
   // Extras. ipamctl writes an affinity and its block in one transaction, so either without the other is
   // damage (or upstream's quirk 3.15.3), except for the instant of an upstream claim in progress.
@@ -261,7 +371,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   return {
     blocks,
     allocations,
-    activePools: active.map((p) => formatCidr(p.cidr)),
+    activePools: active.map((p) => formatCidr(p)),
     owners,
     workloadIps,
     nodeAllocations,
@@ -270,7 +380,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     notInActivePool,
     noAllocation,
     leakedHandles,
-    handlesWithMatches: existing.size - leakedHandles.length,
+    handlesWithMatches,
     missingHandles,
     invalidBlocks,
     affinitiesWithoutBlock,

@@ -116,6 +116,18 @@ export class SqliteStore implements Store {
     return this.run(() => this.readSnapshot(req))
   }
 
+  async each(prefix: string, visit: (kv: KeyValue) => void, opts: {keysOnly?: boolean} = {}): Promise<void> {
+    const stmt = opts.keysOnly ? this.stmt.scanKeyRevisions : this.stmt.scan
+    // One statement, so one read snapshot, as list() has; rows are visited as SQLite produces them.
+    this.run(() => {
+      for (const row of stmt.iterate(prefix)) {
+        const r = row as Row
+        if (!r.key.startsWith(prefix)) break
+        visit({key: r.key, value: r.value ?? '', modRevision: r.mod_revision})
+      }
+    })
+  }
+
   /**
    * Range scan from `prefix` in index order, stopping at the first key without it. SQLite compares TEXT
    * bytewise (UTF-8), as etcd does, so no upper bound has to be computed for non-ASCII prefixes.
@@ -194,6 +206,7 @@ function prepareStatements(db: Database.Database) {
     get: db.prepare('SELECT key, value, mod_revision FROM kv WHERE key = ?').safeIntegers(true),
     scan: db.prepare('SELECT key, value, mod_revision FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
     scanKeys: db.prepare('SELECT key FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
+    scanKeyRevisions: db.prepare('SELECT key, mod_revision FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
     rev: db.prepare('SELECT mod_revision FROM kv WHERE key = ?').safeIntegers(true).pluck(),
     current: db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck(),
     put: db.prepare('INSERT INTO kv (key, value, mod_revision) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision'),

@@ -46,6 +46,12 @@ export interface Store {
    * wrapper need not implement it: call it through readMany(), which falls back to separate calls.
    */
   read?(req: ReadRequest): Promise<ReadResult>
+  /**
+   * Optional streaming form of `list`, for whole-store scans (`ipam check`) that must not hold 100,000 values at
+   * once: visits each key in order; with `keysOnly` the value is '' and never read. Use `forEachKv`, which falls
+   * back to `list` for stores (or wrappers) without it.
+   */
+  each?(prefix: string, visit: (kv: KeyValue) => void, opts?: {keysOnly?: boolean}): Promise<void>
   /** All ops apply atomically iff every condition holds. */
   txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult>
   revision(): Promise<bigint>
@@ -65,4 +71,10 @@ export async function readMany(store: Store, req: ReadRequest): Promise<ReadResu
   if (store.read) return store.read(req)
   const [gets, lists] = await Promise.all([Promise.all((req.gets ?? []).map((k) => store.get(k))), Promise.all((req.lists ?? []).map((p) => store.list(p)))])
   return {gets, lists}
+}
+
+/** Visit every key starting with `prefix` in order, streaming when the store can (see `Store.each`). */
+export async function forEachKv(store: Store, prefix: string, visit: (kv: KeyValue) => void, opts: {keysOnly?: boolean} = {}): Promise<void> {
+  if (store.each) return store.each(prefix, visit, opts)
+  for (const kv of await store.list(prefix)) visit(opts.keysOnly ? {key: kv.key, value: '', modRevision: kv.modRevision} : kv)
 }

@@ -6,11 +6,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';
-import { buildReport, CLUSTER_INFO_KEY, checkIpam, reportJson, writeReport } from '../../../src/lib/ipam/check.ts';
+import { buildReport, canonicalV4, CLUSTER_INFO_KEY, checkIpam, reportJson, writeReport } from '../../../src/lib/ipam/check.ts';
 import type { Ctx } from '../../../src/lib/ipam/context.ts';
 import { createPools } from '../../../src/lib/ipam/pool-admin.ts';
 import { goTimeString } from '../../../src/lib/ipam/time.ts';
-import { parseCidr } from '../../../src/lib/net/cidr.ts';
+import { formatIp, parseCidr, tryParseIp } from '../../../src/lib/net/cidr.ts';
 import { keys } from '../../../src/lib/store/keys.ts';
 import { encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint } from '../../../src/lib/workload/endpoint.ts';
 import { freshCtx, openMemory, seed, type StoreOpener, tempSqlite } from './helpers.ts';
@@ -74,6 +74,47 @@ for (const [name, open] of [
       assert.deepEqual(r.noAllocation.map((x) => x.ip), ['10.65.3.3']);
       assert.deepEqual(r.notInActivePool.map((x) => x.ip), ['192.168.1.1']);
       assert.equal(r.problems, 2);
+    });
+
+    it('endpoint addresses in any written form are normalized, matched to active pools, unparseable ones skipped', async () => {
+      const { ctx, store } = await setup(open);
+      await createPools(ctx, [{ name: 'p6', cidr: 'fd00:65::/120' }, { name: 'off', cidr: '10.66.0.0/16', disabled: true }]);
+      const live = await allocate(ctx, 'h-live', 'live');
+      const w = newWorkloadEndpoint(
+        {
+          name: 'node-1-k8s-forms-eth0',
+          namespace: 'default',
+          orchestrator: 'k8s',
+          node: 'node-1',
+          containerID: 'c-forms',
+          pod: 'forms',
+          endpoint: 'eth0',
+          ipNetworks: [' 10.65.7.7/32', '10.65.7.8', 'fd00:65::0007/128', '010.65.7.9/32', '10.65.7.256/32', '192.168.1.1/32', '10.66.0.1/32', `${live}/32`, `${live}/32`],
+          interfaceName: 'cali-forms',
+        },
+        ctx.clock.now(),
+      );
+      await seed(store, endpointKey('default', w.name), encodeWorkloadEndpoint(w));
+      const other = await writeWep(ctx, 'other', live);
+      const r = await checkIpam(ctx);
+      const me = `Workload(default/${w.name})`;
+      assert.deepEqual([...r.owners], [
+        ['10.65.7.7', [me]],
+        ['10.65.7.8', [me]],
+        ['fd00:65::7', [me]],
+        ['192.168.1.1', [me]],
+        ['10.66.0.1', [me]],
+        [live, [me, me, other]],
+      ]);
+      assert.equal(r.workloadIps, 8);
+      assert.deepEqual(r.multipleOwners, [live]);
+      assert.deepEqual(r.noAllocation.map((x) => x.ip), ['10.65.7.7', '10.65.7.8', 'fd00:65::7']);
+      assert.deepEqual(r.notInActivePool, [
+        { ip: '192.168.1.1', owner: me },
+        { ip: '10.66.0.1', owner: me },
+      ]);
+      assert.deepEqual(r.leaked, []);
+      assert.equal(r.allocations.find((a) => a.ip === live)!.inUse, true);
     });
 
     it('leaked handle (with its revision) and missing handle', async () => {
@@ -184,3 +225,20 @@ for (const [name, open] of [
     });
   });
 }
+
+describe('canonicalV4', () => {
+  it('accepts exactly the IPv4 texts formatIp writes, with their value', () => {
+    const samples = ['0.0.0.0', '255.255.255.255', '10.65.0.5', '1.2.3.4', '192.168.100.200', '10.0.0.256', '10.0.0.01', '010.0.0.1', '00.0.0.0',
+      ' 10.0.0.1', '10.0.0.1 ', '10.0.0', '10.0.0.1.2', '10..0.1', '.10.0.0.1', '10.0.0.1.', '', '1e1.0.0.0', '+1.0.0.0', '-1.0.0.0', '::1',
+      '::ffff:10.0.0.1', '１.2.3.4', '999.0.0.0', '4294967296', '10.0.0.1/32'];
+    // And a spread of random dotted quads, some with leading zeros or out-of-range octets.
+    let x = 12345;
+    const rnd = (n: number) => (x = (x * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let i = 0; i < 2000; i++) samples.push(Array.from({ length: 4 }, () => (rnd(10) === 0 ? `0${rnd(300)}` : String(rnd(300)))).join('.'));
+    for (const s of samples) {
+      const ip = tryParseIp(s);
+      const canonical = ip?.family === 4 && formatIp(4, ip.value) === s;
+      assert.equal(canonicalV4(s), canonical ? Number(ip.value) : -1, s);
+    }
+  });
+});

@@ -3,7 +3,7 @@
 // Usage: storeContract('memory', async () => new MemoryStore())
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readMany, type Store, type WriteOp } from '../../../src/lib/store/store.ts';
+import { forEachKv, type KeyValue, readMany, type Store, type WriteOp } from '../../../src/lib/store/store.ts';
 
 export interface ContractOptions {
   /** Test title → reason, for known implementation bugs (the test is run as `todo`). */
@@ -235,6 +235,34 @@ export function storeContract(name: string, open: () => Promise<Store>, cleanup?
         assert.deepEqual(await s.listKeys(prefix), (await s.list(prefix)).map((kv) => kv.key), prefix);
       }
       assert.equal((await s.listKeys('/calico/ipam/v2/assignment/')).length, 3);
+    });
+
+    it('forEachKv visits what list returns, in order; keysOnly gives the same keys and revisions with empty values', async (s) => {
+      await write(s, put('/e/b', 'vb'), put('/e/a', 'va'));
+      await write(s, put('/e/c', 'vc'), put('/e', 'outside'), put('/f/a', 'outside'));
+      for (const prefix of ['/e/', '/e', '', '/nothing']) {
+        const seen: KeyValue[] = [];
+        await forEachKv(s, prefix, (kv) => seen.push(kv));
+        assert.deepEqual(seen, await s.list(prefix), prefix);
+        const keysOnly: KeyValue[] = [];
+        await forEachKv(s, prefix, (kv) => keysOnly.push(kv), { keysOnly: true });
+        assert.deepEqual(keysOnly, seen.map((kv) => ({ key: kv.key, value: '', modRevision: kv.modRevision })), prefix);
+      }
+    });
+
+    it('forEachKv: an error thrown by the visitor stops the scan, reaches the caller, and leaves the store usable', async (s) => {
+      await write(s, put('/t/1', 'a'), put('/t/2', 'b'), put('/t/3', 'c'));
+      const seen: string[] = [];
+      await assert.rejects(
+        forEachKv(s, '/t/', (kv) => {
+          seen.push(kv.key);
+          if (kv.key === '/t/2') throw new Error('stop here');
+        }),
+        /stop here/,
+      );
+      assert.deepEqual(seen, ['/t/1', '/t/2']);
+      await write(s, put('/t/4', 'd'));
+      assert.deepEqual(await s.listKeys('/t/'), ['/t/1', '/t/2', '/t/3', '/t/4']);
     });
 
     it('list with a non-ASCII prefix returns only keys with that prefix', async (s) => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { DatastoreUnavailableError, ValidationError } from '../../../src/lib/errors.ts';
 import { EtcdStore, prefixRangeEnd } from '../../../src/lib/store/etcd.ts';
-import type { Store, WriteOp } from '../../../src/lib/store/store.ts';
+import type { KeyValue, Store, WriteOp } from '../../../src/lib/store/store.ts';
 import { type EtcdServer, etcdSkipReason, freePort, startEtcd } from '../../support/etcd-server.ts';
 import { storeContract } from './contract.ts';
 
@@ -139,6 +139,13 @@ describe('EtcdStore on a real etcd', { skip: etcdSkipReason }, () => {
           assert.equal(typeof kv.modRevision, 'bigint');
         }
         assert.deepEqual(await s.listKeys('/page/'), expected);
+        // Streamed page by page (the next page is fetched while this one is visited): the same keys and revisions.
+        const streamed: KeyValue[] = [];
+        await s.each('/page/', (kv) => streamed.push(kv));
+        assert.deepEqual(streamed, listed);
+        const keysOnly: KeyValue[] = [];
+        await s.each('/page/', (kv) => keysOnly.push(kv), { keysOnly: true });
+        assert.deepEqual(keysOnly, listed.map((kv) => ({ ...kv, value: '' })));
         // The sibling keys are all still there, just not under "/page/".
         assert.deepEqual(await s.listKeys('/page0'), ['/page0', '/page0/1']);
         assert.equal((await s.listKeys('/pag')).length, all.length - 1, 'everything but /q');
@@ -182,7 +189,10 @@ describe('EtcdStore on a real etcd', { skip: etcdSkipReason }, () => {
         })();
         try {
           for (let round = 0; round < 5; round++) {
-            const listed = await s.list('/snap/');
+            const listed: KeyValue[] = [];
+            // Odd rounds stream (page n+1 is requested while page n is visited): still one snapshot.
+            if (round % 2 === 1) await s.each('/snap/', (kv) => listed.push(kv));
+            else listed.push(...(await s.list('/snap/')));
             assert.equal(listed.length, n + 2);
             assert.deepEqual(
               listed.map((kv) => kv.key),
