@@ -76,6 +76,7 @@ for (const [name, open] of [
       assert.equal(r.problems, 2);
     });
 
+    // ' 10.65.7.7/32' is unparseable, as for Calico (Go's net.ParseCIDR) and for every other address ipamctl reads.
     it('endpoint addresses in any written form are normalized, matched to active pools, unparseable ones skipped', async () => {
       const { ctx, store } = await setup(open);
       await createPools(ctx, [{ name: 'p6', cidr: 'fd00:65::/120' }, { name: 'off', cidr: '10.66.0.0/16', disabled: true }]);
@@ -99,16 +100,15 @@ for (const [name, open] of [
       const r = await checkIpam(ctx);
       const me = `Workload(default/${w.name})`;
       assert.deepEqual([...r.owners], [
-        ['10.65.7.7', [me]],
         ['10.65.7.8', [me]],
         ['fd00:65::7', [me]],
         ['192.168.1.1', [me]],
         ['10.66.0.1', [me]],
         [live, [me, me, other]],
       ]);
-      assert.equal(r.workloadIps, 8);
+      assert.equal(r.workloadIps, 7);
       assert.deepEqual(r.multipleOwners, [live]);
-      assert.deepEqual(r.noAllocation.map((x) => x.ip), ['10.65.7.7', '10.65.7.8', 'fd00:65::7']);
+      assert.deepEqual(r.noAllocation.map((x) => x.ip), ['10.65.7.8', 'fd00:65::7']);
       assert.deepEqual(r.notInActivePool, [
         { ip: '192.168.1.1', owner: me },
         { ip: '10.66.0.1', owner: me },
