@@ -11,7 +11,7 @@
 //   the packages they import (yaml, better-sqlite3, netlink, inquirer…), only when that command runs. oclif reads
 //   which commands exist from oclif.manifest.json, so `--help` loads none of them.
 // - @oclif/core, chalk, cli-table3 and the other pure-JavaScript packages are compiled in. Packages with native
-//   addons, and etcd3 and yaml (reached through import() or only by some commands), stay in node_modules.
+//   addons, and etcd3, yaml and prom-client (reached through import() or only by some commands), stay in node_modules.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -25,7 +25,7 @@ const BUNDLE = path.join(OUT, 'ipamctl.cjs')
 const LOADER = path.join(ROOT, 'bin', 'load-bundle.cjs')
 
 /** Loaded from node_modules: native addons, packages only some commands need, and what oclif must never bundle. */
-const EXTERNAL = ['better-sqlite3', 'netlink', 'netns', 'etcd3', 'yaml', '@oclif/plugin-autocomplete', 'typescript', 'ts-node', 'tsx', 'esbuild']
+const EXTERNAL = ['better-sqlite3', 'netlink', 'netns', 'etcd3', 'yaml', 'prom-client', '@oclif/plugin-autocomplete', 'typescript', 'ts-node', 'tsx', 'esbuild']
 
 const commandFiles = fs
   .readdirSync(path.join(ROOT, 'src', 'commands'), {recursive: true})

@@ -146,14 +146,15 @@ export interface FamilySetup {
   readonly ahead: ReadonlyMap<string, KeyValue | undefined>
 }
 
-export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family, requested?: string[]): Promise<FamilySetup> {
+/** `handles`: more handles to read in the same request (a batch's other requests). */
+export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family, requested?: string[], handles: readonly (string | undefined)[] = []): Promise<FamilySetup> {
   const use = args.use ?? 'Workload'
   validateHostName(args.host)
   // One request for everything the allocation depends on (one revision on etcd), including the handle it
   // will update and the blocks this host allocated from last time, so that the common case, allocating
   // from a block this process used before, needs no other read before its write.
   const guessed = recentBlocks(ctx.store, args.host, family).map((c) => keys.block(c))
-  const handleKeys = args.handle === undefined ? [] : [keys.handle(args.handle)]
+  const handleKeys = [...new Set([args.handle, ...handles])].flatMap((h) => (h === undefined ? [] : [keys.handle(h)]))
   const read = await readMany(ctx.store, {
     gets: [keys.ipamConfig(), keys.node(args.host), ...handleKeys, ...guessed],
     lists: [keys.resourcePrefix('ippools'), keys.hostAffinityPrefix(args.host, family), keys.resourcePrefix('ipreservations')],

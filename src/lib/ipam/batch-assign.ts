@@ -4,12 +4,15 @@
 // block. Whatever a batch cannot serve that way (no affine block yet, blocks full, a pending affinity, another
 // pool selection) is finished by plain autoAssign, request by request, so results are those of autoAssign:
 // same pools, same blocks in the same order, same claim/borrow rules and messages.
-import type {Family} from '../net/cidr.js'
+import type {Cidr, Family} from '../net/cidr.js'
+import {keys} from '../store/keys.js'
+import type {KeyValue} from '../store/store.js'
 import {type Affine, affineIn, assignedIps, type AutoAssignArgs, autoAssign, type FamilyResult, familySetup, type FamilySetup, ownerAttribute, validateRequest} from './autoassign.js'
 import {takeOrdinals} from './block.js'
-import {type Ctx, loadBlock, withRetry, WriteBatch} from './context.js'
+import {blockFrom, type Ctx, loadBlock, withRetry, WriteBatch} from './context.js'
 import {ensureNode} from './node.js'
 import {decodeAffinity} from './records.js'
+import {rememberBlocks} from './recent-blocks.js'
 
 /** Handles per block transaction: with the block that is ≤ 100 operations, below etcd's default limit of 128. */
 export const MAX_HANDLES_PER_TXN = 99
@@ -85,24 +88,30 @@ export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArg
 async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks): Promise<void> {
   let setup: FamilySetup
   try {
-    setup = await familySetup(ctx, group[0]!.args, f, f === 4 ? group[0]!.args.pools4 : group[0]!.args.pools6)
+    const handles = group.slice(0, MAX_HANDLES_PER_TXN).map((it) => it.args.handle)
+    setup = await familySetup(ctx, group[0]!.args, f, f === 4 ? group[0]!.args.pools4 : group[0]!.args.pools6, handles)
   } catch (err) {
     for (const it of group) it.error = err
     return
   }
   let allocated = false
+  // What the setup request read, usable by the first block attempt only: any write may change it.
+  const ahead = new Map(setup.ahead)
+  const used: Cidr[] = []
   for (const a of affineIn(setup.affinityKeys, setup.pools)) {
+    used.push(a.cidr)
     const pending = group.filter((it) => it.error === undefined && remaining(it, f) > 0 && !it.finished.has(f))
     if (pending.length === 0) break
     for (let i = 0; i < pending.length; i += MAX_HANDLES_PER_TXN) {
       const chunk = pending.slice(i, i + MAX_HANDLES_PER_TXN)
       try {
-        allocated = (await fillFromBlock(ctx, setup, a, chunk, f, hooks)) || allocated
+        allocated = (await fillFromBlock(ctx, setup, a, chunk, f, hooks, ahead)) || allocated
       } catch (err) {
         for (const it of chunk) it.error = err
       }
     }
   }
+  rememberBlocks(ctx.store, group[0]!.args.host, f, used)
   // As autoAssign: the Node record is created on first use, once something was allocated for it.
   if (allocated && !setup.nodeExists) await ensureNode(ctx.store, group[0]!.args.host, ctx.clock.now())
 }
@@ -111,12 +120,34 @@ async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks):
  * One transaction: block + the handles of `chunk`. Only a confirmed affinity whose block exists and is still
  * ours is used here; the repairs autoAssign makes for the other cases are left to it.
  */
-async function fillFromBlock(ctx: Ctx, setup: FamilySetup, a: Affine, chunk: Item[], f: Family, hooks: BatchHooks): Promise<boolean> {
+async function fillFromBlock(
+  ctx: Ctx,
+  setup: FamilySetup,
+  a: Affine,
+  chunk: Item[],
+  f: Family,
+  hooks: BatchHooks,
+  ahead: Map<string, KeyValue | undefined>,
+): Promise<boolean> {
   const host = chunk[0]!.args.host
   return withRetry(ctx, async () => {
     const batch = new WriteBatch(ctx)
-    for (const it of chunk) batch.prefetchHandle(it.args.handle)
-    const [affKv, loaded] = await Promise.all([ctx.store.get(a.key), loadBlock(ctx, a.cidr, setup.cfg.ipCooldownSeconds)])
+    // The setup request's values when it read everything this attempt needs (the block was guessed from the
+    // host's recent use); else read them now. Either way the commit is guarded on what was read.
+    const blockKey = keys.block(a.cidr)
+    const handleKeys = chunk.map((it) => it.args.handle).flatMap((h) => (h === undefined ? [] : [keys.handle(h)]))
+    const fromAhead = ahead.has(a.key) && ahead.has(blockKey) && handleKeys.every((k) => ahead.has(k))
+    let affKv: KeyValue | undefined
+    let loaded: ReturnType<typeof blockFrom>
+    if (fromAhead) {
+      affKv = ahead.get(a.key)
+      loaded = blockFrom(ctx, ahead.get(blockKey), setup.cfg.ipCooldownSeconds)
+      for (const it of chunk) if (it.args.handle !== undefined) batch.knownHandle(it.args.handle, ahead.get(keys.handle(it.args.handle)))
+    } else {
+      for (const it of chunk) batch.prefetchHandle(it.args.handle)
+      ;[affKv, loaded] = await Promise.all([ctx.store.get(a.key), loadBlock(ctx, a.cidr, setup.cfg.ipCooldownSeconds)])
+    }
+    ahead.clear()
     if (!affKv || !loaded || decodeAffinity(affKv.value) !== 'confirmed' || loaded.block.affinity !== `host:${host}`) return false
     const block = loaded.block
     const skip = setup.reserved.skipFor(block.cidr)

@@ -36,6 +36,22 @@ for (const [name, open] of [
   ['sqlite', sqlite.open],
 ] as const) {
   describe(`autoAssignBatch (${name})`, () => {
+    it('a batch for a host it served before is two datastore requests: one read (handles and block included) and one transaction', async () => {
+      const { ctx, store } = await setup(open);
+      addrs(await autoAssignBatch(ctx, [req('warm')]));
+      const calls = () => Object.values(store.counts.calls).reduce((a, b) => a + b, 0);
+      for (const n of [1, 5]) {
+        const before = { ...store.counts.calls };
+        const total = calls();
+        const out = addrs(await autoAssignBatch(ctx, Array.from({ length: n }, (_, i) => req(`two-${n}-${i}`))));
+        assert.equal(out.flat().length, n);
+        assert.equal(calls() - total, 2, `requests for a batch of ${n}: ${JSON.stringify(store.counts.calls)} (before ${JSON.stringify(before)})`);
+        assert.equal(store.counts.calls.read - before.read, 1);
+        assert.equal(store.counts.calls.txn - before.txn, 1);
+      }
+      await assertInvariants(store);
+    });
+
     it('serves 40 requests from the affine block in one transaction, handles and invariants exact', async () => {
       const { ctx, store } = await setup(open);
       const first = await autoAssignBatch(ctx, [req('warm')]); // claims the block (autoAssign's path)
