@@ -119,18 +119,29 @@ export interface Affine {
  */
 class ReadAhead {
   private readonly kvs = new Map<string, KeyValue | undefined>()
+  /** Prefixes listed in full: a key under one of them that is not in `kvs` was read as absent. */
+  private readonly listed: string[] = []
 
   set(key: string, kv: KeyValue | undefined): void {
     this.kvs.set(key, kv)
   }
 
+  setListed(prefix: string): void {
+    this.listed.push(prefix)
+  }
+
+  private known(key: string): boolean {
+    return this.kvs.has(key) || this.listed.some((p) => key.startsWith(p))
+  }
+
   /** The values of all of `keys` if every one was read ahead, else undefined. */
   get(keys: readonly string[]): (KeyValue | undefined)[] | undefined {
-    return keys.every((k) => this.kvs.has(k)) ? keys.map((k) => this.kvs.get(k)) : undefined
+    return keys.every((k) => this.known(k)) ? keys.map((k) => this.kvs.get(k)) : undefined
   }
 
   clear(): void {
     this.kvs.clear()
+    this.listed.length = 0
   }
 }
 
@@ -144,6 +155,8 @@ export interface FamilySetup {
   readonly reserved: ReservedMatcher
   /** What that request also read (the handle, the affinities, the blocks guessed from recent use), by key. */
   readonly ahead: ReadonlyMap<string, KeyValue | undefined>
+  /** The prefix of this host's affinities of the family, listed in full by that request. */
+  readonly affinityPrefix: string
 }
 
 /** `handles`: more handles to read in the same request (a batch's other requests). */
@@ -170,7 +183,8 @@ export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family
   const ahead = new Map<string, KeyValue | undefined>()
   for (const [i, key] of [...handleKeys, ...guessed].entries()) ahead.set(key, extra[i])
   for (const kv of affinityKvs) ahead.set(kv.key, kv)
-  return {cfg, nodeExists: node !== undefined, pools, affinityKeys: affinityKvs.map((kv) => kv.key), reserved, ahead}
+  const affinityPrefix = keys.hostAffinityPrefix(args.host, family)
+  return {cfg, nodeExists: node !== undefined, pools, affinityKeys: affinityKvs.map((kv) => kv.key), reserved, ahead, affinityPrefix}
 }
 
 /** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
@@ -190,10 +204,11 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   const setup = await familySetup(ctx, args, family, requested)
   const job = new FamilyJob(ctx, setup.cfg, args, family, setup.pools, result, setup.reserved)
   for (const [key, kv] of setup.ahead) job.ahead.set(key, kv)
+  job.ahead.setListed(setup.affinityPrefix)
   await job.run(setup.affinityKeys)
   rememberBlocks(ctx.store, args.host, family, job.blocksRead)
   // The Node record is created on first use, but only once something was actually allocated for it.
-  if (!setup.nodeExists && result.ips.length > 0) await ensureNode(ctx.store, args.host, now)
+  if (!setup.nodeExists && result.ips.length > 0) await ensureNode(ctx.store, args.host, now, {seenAbsent: true})
   return result
 }
 
@@ -358,7 +373,9 @@ class FamilyJob {
     const affKey = keys.affinity(this.args.host, cidr)
     const ownerKey = replacing?.owner ? keys.affinity(replacing.owner, cidr) : undefined
     const batch = new WriteBatch(this.ctx)
-    const [affKv, ownerKv] = await this.read(batch, ownerKey ? [affKey, ownerKey] : [affKey])
+    // The host's own affinity (and the handle) are usually known from the first request, which listed all of
+    // this host's affinities: a new claim then needs no read before its write.
+    const [affKv, ownerKv] = await this.read(batch, ownerKey ? [affKey, ownerKey] : [affKey], true)
     const block = newBlock(cidr, this.affinity, now, nanoTimestamp(now))
     const taken = takeOrdinals(block, this.remaining, this.attr, this.reserved.skipFor(cidr))
     // A new (or replacing) block starts its own sequence, so it is put as is rather than via putBlock.

@@ -113,7 +113,7 @@ async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks):
   }
   rememberBlocks(ctx.store, group[0]!.args.host, f, used)
   // As autoAssign: the Node record is created on first use, once something was allocated for it.
-  if (allocated && !setup.nodeExists) await ensureNode(ctx.store, group[0]!.args.host, ctx.clock.now())
+  if (allocated && !setup.nodeExists) await ensureNode(ctx.store, group[0]!.args.host, ctx.clock.now(), {seenAbsent: true})
 }
 
 /**

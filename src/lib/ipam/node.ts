@@ -62,11 +62,12 @@ export async function getNode(store: Store, host: string): Promise<NodeRecord | 
 }
 
 /** The node's record, creating an unlabelled one if this is the first time the host is seen. */
-export async function ensureNode(store: Store, host: string, now: Date): Promise<NodeRecord> {
+/** `seenAbsent`: the caller just read the node as missing, so try creating it before reading again. */
+export async function ensureNode(store: Store, host: string, now: Date, opts: {seenAbsent?: boolean} = {}): Promise<NodeRecord> {
   validateHostName(host)
   const key = keys.node(host)
-  for (;;) {
-    const kv = await store.get(key)
+  for (let first = true; ; first = false) {
+    const kv = first && opts.seenAbsent ? undefined : await store.get(key)
     if (kv) return decodeNode(kv.value)
     const node = newNode(host, {}, now)
     const r = await store.txn([{key, absent: true}], [{put: key, value: encodeNode(node)}])

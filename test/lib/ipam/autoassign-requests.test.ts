@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';
 import { makeCtx } from '../../../src/lib/ipam/context.ts';
 import { createPools } from '../../../src/lib/ipam/pool-admin.ts';
+import { ensureNode, upsertNode } from '../../../src/lib/ipam/node.ts';
 import { releaseIps } from '../../../src/lib/ipam/release.ts';
 import { MemoryStore } from '../../../src/lib/store/memory.ts';
 import type { Store } from '../../../src/lib/store/store.ts';
@@ -52,6 +53,29 @@ describe('AutoAssign datastore requests', () => {
       await assertInvariants(inner);
     });
   }
+
+  it("a new host's first allocation claims a block in 4 requests: read, probe, claim transaction, node record", async () => {
+    const inner = new MemoryStore();
+    await createPools(makeCtx(inner), [{ name: 'p', cidr: '10.0.0.0/8', blockSize: 26 }]);
+    for (let h = 0; h < 50; h++) await autoAssign(makeCtx(inner), { host: `other-${h}`, num4: 1, num6: 0, handle: `o.${h}` });
+    const store = counting(inner);
+    const r = await autoAssign(makeCtx(store), { host: 'newcomer', num4: 1, num6: 0, handle: 'first' });
+    assert.equal(r.v4.ips.length, 1);
+    assert.deepEqual(store.requests, ['read', 'get', 'txn', 'txn']);
+    // The node record was created by the second transaction, and a racing creator would only cost a read.
+    assert.ok(await inner.get('/calico/resources/v3/projectcalico.org/nodes/newcomer'));
+    await assertInvariants(inner);
+  });
+
+  it('ensureNode after a read that saw no node: created in one transaction; one created meanwhile is kept, not overwritten', async () => {
+    const inner = new MemoryStore();
+    const store = counting(inner);
+    await ensureNode(store, 'fresh', new Date(), { seenAbsent: true });
+    assert.deepEqual(store.requests, ['txn']);
+    await upsertNode(inner, 'raced', { zone: 'a' }, new Date());
+    const kept = await ensureNode(inner, 'raced', new Date(), { seenAbsent: true });
+    assert.deepEqual(kept.labels, { zone: 'a' });
+  });
 
   it('a stale guess (the block was released and re-claimed elsewhere) costs reads, never an address', async () => {
     const inner = new MemoryStore();
