@@ -79,7 +79,12 @@ export function encodeWorkloadEndpoint(w: WorkloadEndpoint): string {
  * lossless parser's scan for long digit runs cost as much as the parse itself.
  */
 export function decodeWorkloadEndpoint(text: string): WorkloadEndpoint {
-  const raw = nativeParse(text) as {metadata?: Record<string, unknown>; spec?: Record<string, unknown>}
+  return workloadEndpointFrom(nativeParse(text))
+}
+
+/** The fields ipamctl reads from a parsed WorkloadEndpoint; anything missing or mistyped reads as empty. */
+export function workloadEndpointFrom(parsed: unknown): WorkloadEndpoint {
+  const raw = parsed as {metadata?: Record<string, unknown>; spec?: Record<string, unknown>} | null
   const md = raw?.metadata ?? {}
   const spec = raw?.spec ?? {}
   const str = (v: unknown) => (typeof v === 'string' ? v : '')

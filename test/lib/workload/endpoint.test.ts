@@ -3,32 +3,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseJson } from '../../../src/lib/codec/gojson.ts';
-import { decodeWorkloadEndpoint, encodeWorkloadEndpoint, NETNS_ANNOTATION, newWorkloadEndpoint, type WorkloadEndpoint } from '../../../src/lib/workload/endpoint.ts';
+import { decodeWorkloadEndpoint, encodeWorkloadEndpoint, NETNS_ANNOTATION, newWorkloadEndpoint, type WorkloadEndpoint, workloadEndpointFrom } from '../../../src/lib/workload/endpoint.ts';
 
-/** The decoder before it switched to the native parser, verbatim but for the parser. */
-function formerDecode(text: string): WorkloadEndpoint {
-  const raw = parseJson(text) as { metadata?: Record<string, unknown>; spec?: Record<string, unknown> };
-  const md = raw?.metadata ?? {};
-  const spec = raw?.spec ?? {};
-  const str = (v: unknown) => (typeof v === 'string' ? v : '');
-  return {
-    name: str(md.name),
-    namespace: str(md.namespace),
-    uid: str(md.uid),
-    creationTimestamp: str(md.creationTimestamp),
-    labels: (md.labels as Record<string, string>) ?? {},
-    orchestrator: spec.orchestrator === 'k8s' ? 'k8s' : 'cni',
-    node: str(spec.node),
-    containerID: str(spec.containerID),
-    pod: typeof spec.pod === 'string' ? spec.pod : undefined,
-    endpoint: str(spec.endpoint),
-    ipNetworks: Array.isArray(spec.ipNetworks) ? spec.ipNetworks.map(String) : [],
-    profiles: Array.isArray(spec.profiles) ? spec.profiles.map(String) : [],
-    interfaceName: str(spec.interfaceName),
-    mac: typeof spec.mac === 'string' ? spec.mac : undefined,
-    netns: str((md.annotations as Record<string, unknown> | undefined)?.[NETNS_ANNOTATION]) || undefined,
-  };
-}
+/** The decoder before it switched to the native parser: the same field mapping over the lossless parser. */
+const formerDecode = (text: string): WorkloadEndpoint => workloadEndpointFrom(parseJson(text));
 
 const now = new Date('2026-11-22T10:00:00Z');
 
