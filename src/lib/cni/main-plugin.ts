@@ -7,7 +7,7 @@ import path from 'node:path'
 import {type Ctx, makeCtx} from '../ipam/context.js'
 import {systemClock} from '../ipam/time.js'
 import {addressOf, familyOf, hostCidr, type CniResult} from './result.js'
-import {checkPod, unwirePod, wirePod, type WireRequest} from '../dataplane/veth.js'
+import {checkPod, openPodSide, unwirePod, wirePod, type WireRequest} from '../dataplane/veth.js'
 import {hostVethName, interfacePrefix} from '../dataplane/names.js'
 import {openStore as defaultOpenStore} from '../store/open.js'
 import type {Store} from '../store/store.js'
@@ -18,7 +18,6 @@ import {
   newWorkloadEndpoint,
 } from '../workload/endpoint.js'
 import {parseCniArgs, withIgnoreUnknown} from './args.js'
-import {assertPodNetnsReady} from './pod-netns.js'
 import {execDelegate} from './delegate.js'
 import {CNI_ERR, CniError} from './errors.js'
 import {ipamAdd, ipamCheck, ipamDel, ipamPlugin, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
@@ -103,65 +102,71 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       const req = request(a)
       validateMainPluginConf(req.conf)
       const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
-      // Before IPAM: a bad netns or a taken interface name must leave the datastore untouched.
-      assertPodNetnsReady(a.netns, a.ifName)
-      return withStore(a, req.conf, async (ctx, store) => {
-        const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ipamAdd(ctx, req) : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
-        const addresses = ipam.ips.map((i) => i.address)
-        const wreq = wireRequest(a, req, addresses, mtu)
-        let wired = false
-        let wepWritten: string | undefined
-        try {
-          if (addresses.length === 0) throw new CniError(CNI_ERR.internal, `IPAM plugin ${req.conf.ipam.type} returned no addresses`)
-          const w = await wirePod(wreq)
-          wired = true
-          for (const warning of w.warnings) a.log(`warning: ${warning}`)
-          const ids = req.ids
-          const wep = newWorkloadEndpoint(
-            {
-              name: wepName(ids),
-              namespace: ids.namespace,
-              orchestrator: ids.orchestrator,
-              node: ids.node,
-              containerID: ids.containerId,
-              pod: ids.orchestrator === 'k8s' ? ids.pod : undefined,
-              endpoint: ids.endpoint,
-              ipNetworks: addresses.map(hostCidr),
-              interfaceName: w.hostIfName,
-              mac: w.podMac,
-              netns: a.netns,
-            },
-            ctx.clock.now(),
-          )
-          const key = endpointKey(wep.namespace, wep.name)
-          const seen = await store.get(key)
-          const r = await store.txn([seen ? {key, modRevision: seen.modRevision} : {key, absent: true}], [{put: key, value: encodeWorkloadEndpoint(wep)}])
-          if (!r.succeeded) throw new CniError(CNI_ERR.tryAgainLater, `WorkloadEndpoint ${wep.namespace}/${wep.name} changed while it was being written`)
-          wepWritten = key
-          const result: CniResult = {
-            interfaces: [
-              {name: w.hostIfName, mac: w.hostMac},
-              {name: a.ifName, mac: w.podMac, mtu: w.mtu, sandbox: a.netns},
-            ],
-            ips: addresses.map((address) => ({address: hostCidr(address), interface: 1})),
-            routes: ipam.routes,
-            dns: ipam.dns ?? {},
-          }
-          return result
-        } catch (err) {
-          // Undo in reverse order; report the original error, not a cleanup problem.
-          const cleanup: Promise<unknown>[] = []
-          if (wepWritten) cleanup.push(store.txn([], [{delete: wepWritten}]))
-          if (wired) cleanup.push(unwirePod({netns: a.netns, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6}))
-          for (const r of await Promise.allSettled(cleanup)) if (r.status === 'rejected') a.log(`cleanup after failed ADD: ${(r.reason as Error).message}`)
+      // Before IPAM: a bad netns or a taken interface name must leave the datastore untouched. Allocating first
+      // and undoing it would still leave a claimed block, its affinity and a node record behind, and a repeated
+      // ADD for a wired pod would release the addresses it uses. wirePod reuses (and closes) what this opened.
+      const side = await openPodSide(a.netns, a.ifName)
+      try {
+        return await withStore(a, req.conf, async (ctx, store) => {
+          const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ipamAdd(ctx, req) : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
+          const addresses = ipam.ips.map((i) => i.address)
+          const wreq = wireRequest(a, req, addresses, mtu)
+          let wired = false
+          let wepWritten: string | undefined
           try {
-            await ipamDelFor(a, ctx, req)
-          } catch (e) {
-            a.log(`releasing addresses after failed ADD: ${(e as Error).message}`)
+            if (addresses.length === 0) throw new CniError(CNI_ERR.internal, `IPAM plugin ${req.conf.ipam.type} returned no addresses`)
+            const w = await wirePod(wreq, side)
+            wired = true
+            for (const warning of w.warnings) a.log(`warning: ${warning}`)
+            const ids = req.ids
+            const wep = newWorkloadEndpoint(
+              {
+                name: wepName(ids),
+                namespace: ids.namespace,
+                orchestrator: ids.orchestrator,
+                node: ids.node,
+                containerID: ids.containerId,
+                pod: ids.orchestrator === 'k8s' ? ids.pod : undefined,
+                endpoint: ids.endpoint,
+                ipNetworks: addresses.map(hostCidr),
+                interfaceName: w.hostIfName,
+                mac: w.podMac,
+                netns: a.netns,
+              },
+              ctx.clock.now(),
+            )
+            const key = endpointKey(wep.namespace, wep.name)
+            const seen = await store.get(key)
+            const r = await store.txn([seen ? {key, modRevision: seen.modRevision} : {key, absent: true}], [{put: key, value: encodeWorkloadEndpoint(wep)}])
+            if (!r.succeeded) throw new CniError(CNI_ERR.tryAgainLater, `WorkloadEndpoint ${wep.namespace}/${wep.name} changed while it was being written`)
+            wepWritten = key
+            const result: CniResult = {
+              interfaces: [
+                {name: w.hostIfName, mac: w.hostMac},
+                {name: a.ifName, mac: w.podMac, mtu: w.mtu, sandbox: a.netns},
+              ],
+              ips: addresses.map((address) => ({address: hostCidr(address), interface: 1})),
+              routes: ipam.routes,
+              dns: ipam.dns ?? {},
+            }
+            return result
+          } catch (err) {
+            // Undo in reverse order; report the original error, not a cleanup problem.
+            const cleanup: Promise<unknown>[] = []
+            if (wepWritten) cleanup.push(store.txn([], [{delete: wepWritten}]))
+            if (wired) cleanup.push(unwirePod({netns: a.netns, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6}))
+            for (const r of await Promise.allSettled(cleanup)) if (r.status === 'rejected') a.log(`cleanup after failed ADD: ${(r.reason as Error).message}`)
+            try {
+              await ipamDelFor(a, ctx, req)
+            } catch (e) {
+              a.log(`releasing addresses after failed ADD: ${(e as Error).message}`)
+            }
+            throw err
           }
-          throw err
-        }
-      })
+        })
+      } finally {
+        side.close() // idempotent: wirePod has closed it if it ran
+      }
     },
 
     async del(a) {

@@ -61,25 +61,63 @@ export interface UnwireRequest {
  */
 const LL_POLL_DELAYS_MS = [2, 5, 10, 25, 50, 50, 50, 50, 50, 50, 50, 50, 50]
 
+/** The pod's network namespace, opened with a netlink socket inside it, its CNI_IFNAME known to be free. */
+export interface PodSide {
+  readonly ns: NetnsHandle
+  readonly sock: RtNetlinkSocket
+  /** Idempotent; wirePod closes the side it is given. */
+  close(): void
+}
+
+/**
+ * Open the pod side of a future wirePod: NetnsNotFoundError if `netns` is missing or not a network namespace,
+ * InterfaceExistsError if `ifName` is taken (CNI: ADD must fail then). The CNI plugin does this before it
+ * allocates, so that such an ADD changes nothing in the datastore; wirePod then reuses it.
+ */
+export async function openPodSide(netns: string, ifName: string): Promise<PodSide> {
+  const ns = openNetns(netns)
+  let sock: RtNetlinkSocket | undefined
+  let open = true
+  const close = () => {
+    if (!open) return
+    open = false
+    sock?.socket.close()
+    ns.close()
+  }
+  try {
+    sock = socketIn(ns)
+    if (await findLink(sock, ifName)) throw new InterfaceExistsError(ifName, 'pod')
+  } catch (error) {
+    close()
+    throw error
+  }
+  return {ns, sock, close}
+}
+
 /**
  * Create and configure the pod's veth pair, addresses and routes. On any failure everything this call created is
  * removed again before the error is rethrown. Throws NetnsNotFoundError, InterfaceExistsError,
- * RouteConflictError, InvalidInterfaceNameError / InvalidWireRequestError or DataplaneError.
+ * RouteConflictError, InvalidInterfaceNameError / InvalidWireRequestError or DataplaneError. `side`: the pod side
+ * already opened for `req` (openPodSide); wirePod opens it itself when not given, and closes it either way.
  */
-export async function wirePod(req: WireRequest): Promise<WireResult> {
-  const r = checkRequest(req)
-  const ns = openNetns(r.netns)
+export async function wirePod(req: WireRequest, side?: PodSide): Promise<WireResult> {
+  let r: CheckedRequest
+  try {
+    r = checkRequest(req)
+  } catch (error) {
+    side?.close()
+    throw error
+  }
+  // CNI: ADD must fail if CNI_IFNAME exists; openPodSide checks that before the host is touched.
+  const opened = side ?? (await openPodSide(r.netns, r.ifName))
+  const {ns, sock: pod} = opened
   let host: RtNetlinkSocket | undefined
-  let pod: RtNetlinkSocket | undefined
   const warnings: string[] = []
   // What to undo on failure. The pod end needs no entry: deleting either end of a veth deletes both.
   let created: HostLink | undefined
   const routesAdded: Ip[] = []
   try {
     host = hostSocket()
-    pod = socketIn(ns)
-    // CNI: ADD must fail if CNI_IFNAME exists. Checked before touching the host so a refused ADD changes nothing.
-    if (await findLink(pod, r.ifName)) throw new InterfaceExistsError(r.ifName, 'pod')
     const stale = await findLink(host, r.hostIfName)
     if (stale) await deleteLink(host, stale.data.index!, r.hostIfName)
 
@@ -125,9 +163,8 @@ export async function wirePod(req: WireRequest): Promise<WireResult> {
     if (created && host) await rollback(host, created, routesAdded, error)
     throw error
   } finally {
-    pod?.socket.close()
     host?.socket.close()
-    ns.close()
+    opened.close()
   }
 }
 
