@@ -1,5 +1,6 @@
 // ip(8) helpers shared by the tests that build real network namespaces and veths.
-import {execFileSync} from 'node:child_process'
+import {type ChildProcess, execFileSync, spawn} from 'node:child_process'
+import {connect} from 'node:net'
 
 export function ip(...args: string[]): string {
   return execFileSync('ip', args, {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})
@@ -31,4 +32,40 @@ export function netnsSkipReason(probeName: string): string | undefined {
   }
   tryIp('netns', 'del', probeName)
   return undefined
+}
+
+/** A TCP listener inside network namespace `ns` that answers "pong" and closes; resolves once it listens. */
+export async function listenInNetns(ns: string, host: string, port: number): Promise<ChildProcess> {
+  const code = `require('net').createServer(c=>c.end('pong')).listen(${port},${JSON.stringify(host)},()=>console.log('ready'))`
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], {stdio: ['ignore', 'pipe', 'pipe']})
+  let stderr = ''
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`listener did not start: ${stderr}`)), 5000)
+      child.stdout!.on('data', (d: Buffer) => {
+        if (d.toString().includes('ready')) {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      child.on('exit', (c) => reject(new Error(`listener exited ${c}: ${stderr}`)))
+    })
+  } catch (error) {
+    child.kill('SIGKILL')
+    throw error
+  }
+  return child
+}
+
+/** Connect to host:port and return everything the peer sent before closing. */
+export function tcpExchange(host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = connect({host, port, timeout: 3000})
+    let data = ''
+    sock.on('data', (d) => (data += d.toString()))
+    sock.on('end', () => resolve(data))
+    sock.on('timeout', () => sock.destroy(new Error(`timeout connecting to ${host}:${port}`)))
+    sock.on('error', reject)
+  })
 }

@@ -8,10 +8,8 @@
 // and host veth a test makes is removed by that test's `after` hook, also when it fails, and again by the file's.
 import { type ProcResult, runProcess } from '../../support/process.ts';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
@@ -21,7 +19,7 @@ import { utilization } from '../../../src/lib/ipam/query.ts';
 import { keys } from '../../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
-import { ip, ipJson, netnsSkipReason, tryIp } from '../../support/netns.ts';
+import { ip, ipJson, listenInNetns, netnsSkipReason, tcpExchange, tryIp } from '../../support/netns.ts';
 
 const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs');
 const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
@@ -319,38 +317,6 @@ function inPool(addr: string, cidr: string): boolean {
   return addr.split('.').slice(0, 3).join('.') === base!.split('.').slice(0, 3).join('.');
 }
 
-/** A TCP listener inside the pod netns that answers "pong" and closes. */
-async function listenInPod(t: TestContext, ns: string, host: string, port: number): Promise<ChildProcess> {
-  const code = `require('net').createServer(c=>c.end('pong')).listen(${port},${JSON.stringify(host)},()=>console.log('ready'))`;
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => {
-    child.kill('SIGKILL');
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`listener did not start: ${stderr}`)), 5000);
-    child.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('ready')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on('exit', (c) => reject(new Error(`listener exited ${c}: ${stderr}`)));
-  });
-  return child;
-}
-function tcpExchange(host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = connect({ host, port, timeout: 3000 });
-    let data = '';
-    sock.on('data', (d) => (data += d.toString()));
-    sock.on('end', () => resolve(data));
-    sock.on('timeout', () => sock.destroy(new Error(`timeout connecting to ${host}:${port}`)));
-    sock.on('error', reject);
-  });
-}
-
 // ------------------------------------------------------------------------------------------------ tests
 
 describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
@@ -391,7 +357,8 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const pod = newPod(t);
       const r = ok(await cni(pod, 'ADD', sb.conf({ ipam: { assign_ipv6: 'true' } })));
       const [v4, v6] = r.ips.map((i: { address: string }) => addrOf(i.address));
-      await listenInPod(t, pod.ns, '::', 18080);
+      const listener = await listenInNetns(pod.ns, '::', 18080);
+      t.after(() => listener.kill('SIGKILL'));
       assert.equal(await tcpExchange(v4, 18080), 'pong');
       assert.equal(await tcpExchange(v6, 18080), 'pong');
       quiet(await cni(pod, 'DEL', sb.conf()), 'DEL');

@@ -4,13 +4,12 @@
 // fd00:199::<run>:x, routed only on the test's own veths.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync, rmSync, statSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ip, ipJson, netnsSkipReason, tryIp } from '../../support/netns.ts';
+import { ip, ipJson, listenInNetns, netnsSkipReason, tcpExchange, tryIp } from '../../support/netns.ts';
 
 type Veth = typeof import('../../../src/lib/dataplane/veth.ts');
 type Netns = typeof import('../../../src/lib/dataplane/netns.ts');
@@ -67,33 +66,6 @@ async function waitFor(cond: () => boolean, ms = 3000): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 25));
   }
   return cond();
-}
-
-/** A TCP listener inside the pod netns (test scaffolding) that answers "pong" and closes. */
-async function listenInPod(ns: string, host: string, port: number): Promise<ChildProcess> {
-  const code = `require('net').createServer(c=>c.end('pong')).listen(${port},${JSON.stringify(host)},()=>console.log('ready'))`;
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('listener did not start')), 5000);
-    child.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('ready')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on('exit', (c) => reject(new Error(`listener exited ${c}`)));
-  });
-  return child;
-}
-function tcpExchange(host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = connect({ host, port, timeout: 3000 });
-    let data = '';
-    sock.on('data', (d) => (data += d.toString()));
-    sock.on('end', () => resolve(data));
-    sock.on('timeout', () => sock.destroy(new Error(`timeout connecting to ${host}:${port}`)));
-    sock.on('error', reject);
-  });
 }
 
 describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces', { skip: SKIP }, () => {
@@ -232,7 +204,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     }
 
     await t.test('host reaches a TCP listener in the pod over the veth (IPv4 and IPv6)', async () => {
-      const listener = await listenInPod(ns.name, '::', 17999);
+      const listener = await listenInNetns(ns.name, '::', 17999);
       try {
         assert.equal(await tcpExchange(v4(1), 17999), 'pong');
         assert.equal(await tcpExchange(v6(1), 17999), 'pong');
