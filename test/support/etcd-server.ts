@@ -6,6 +6,8 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import {after, before} from 'node:test'
+import {Etcd3} from 'etcd3'
 
 export const ETCD_BIN = process.env.ETCD_BIN ?? '/usr/bin/etcd'
 export const ETCDCTL_BIN = process.env.ETCDCTL_BIN ?? '/usr/bin/etcdctl'
@@ -140,3 +142,34 @@ export const etcdSkipReason = haveEtcd ? false : `etcd not installed at ${ETCD_B
 
 /** For the README/CI command: is etcdctl new enough to talk v3? */
 export const etcdVersion = (): string => (haveEtcd ? spawnSync(ETCD_BIN, ['--version'], {encoding: 'utf8'}).stdout.split('\n')[0]! : 'none')
+
+export interface SharedEtcd {
+  /** The running server (throws if it did not start). */
+  readonly server: EtcdServer
+  /** Delete every key: a clean slate for the next test (revisions keep counting; that is fine). */
+  wipe(): Promise<void>
+}
+
+/** One etcd for the enclosing describe(): started in its before hook, stopped in its after hook. */
+export function sharedEtcd(): SharedEtcd {
+  let server: EtcdServer | undefined
+  let admin: Etcd3 | undefined
+  before(async () => {
+    server = await startEtcd()
+    admin = new Etcd3({hosts: server.endpoint})
+  })
+  after(async () => {
+    admin?.close()
+    await server?.stop()
+  })
+  return {
+    get server() {
+      if (!server) throw new Error('etcd did not start')
+      return server
+    },
+    wipe: async () => {
+      if (!admin) throw new Error('etcd did not start')
+      await admin.delete().all()
+    },
+  }
+}

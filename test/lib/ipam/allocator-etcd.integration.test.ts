@@ -4,33 +4,21 @@
 // A few etcd-only cases follow: etcd caps one transaction at --max-txn-ops (128 by default), a limit the
 // embedded stores do not have.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { Etcd3 } from 'etcd3';
+import { describe, it } from 'node:test';
 import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';
 import { createPools, listPools } from '../../../src/lib/ipam/pool-admin.ts';
 import { releaseIps } from '../../../src/lib/ipam/release.ts';
 import { EtcdStore } from '../../../src/lib/store/etcd.ts';
-import { type EtcdServer, etcdSkipReason, startEtcd } from '../../support/etcd-server.ts';
+import { etcdSkipReason, sharedEtcd } from '../../support/etcd-server.ts';
 import { allocatorScenarios } from './allocator-scenarios.ts';
 import { assertInvariants, blockCidrs, freshCtx, handleCounts } from './helpers.ts';
 
 describe('allocator on a real etcd', { skip: etcdSkipReason }, () => {
-  let server: EtcdServer | undefined;
-  let admin: Etcd3 | undefined;
-
-  before(async () => {
-    server = await startEtcd();
-    admin = new Etcd3({ hosts: server.endpoint });
-  });
-  after(async () => {
-    admin?.close();
-    await server?.stop();
-  });
+  const etcd = sharedEtcd();
 
   const open = async (): Promise<EtcdStore> => {
-    if (!server || !admin) throw new Error('etcd did not start');
-    await admin.delete().all();
-    return EtcdStore.connect({ endpoints: [server.endpoint], timeoutMs: 5000 });
+    await etcd.wipe();
+    return EtcdStore.connect({ endpoints: [etcd.server.endpoint], timeoutMs: 5000 });
   };
 
   allocatorScenarios('EtcdStore', open);

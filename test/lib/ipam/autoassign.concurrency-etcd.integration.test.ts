@@ -1,16 +1,15 @@
 // Real concurrency on a real etcd: OS processes racing through guarded Txns.
-import {after, before, describe, test} from 'node:test'
+import {describe, test} from 'node:test'
 import assert from 'node:assert/strict'
 import {spawn} from 'node:child_process'
 import {fileURLToPath} from 'node:url'
-import {Etcd3} from 'etcd3'
 import {autoAssign} from '../../../src/lib/ipam/autoassign.ts'
 import {makeCtx} from '../../../src/lib/ipam/context.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {updateConfig} from '../../../src/lib/ipam/config.ts'
 import {decodeBlock} from '../../../src/lib/ipam/block.ts'
 import {EtcdStore} from '../../../src/lib/store/etcd.ts'
-import {type EtcdServer, etcdSkipReason, startEtcd} from '../../support/etcd-server.ts'
+import {etcdSkipReason, sharedEtcd} from '../../support/etcd-server.ts'
 import {assertInvariants} from './helpers.ts'
 
 const WORKER = fileURLToPath(new URL('./fixtures/alloc-worker.ts', import.meta.url))
@@ -28,25 +27,15 @@ function runWorker(endpoint: string, host: string, count: number, prefix: string
 }
 
 describe('etcd concurrency (integration)', {skip: etcdSkipReason}, () => {
-  let server: EtcdServer
-  let admin: Etcd3
-  const open = () => EtcdStore.connect({endpoints: [server.endpoint], timeoutMs: 30_000})
-
-  before(async () => {
-    server = await startEtcd()
-    admin = new Etcd3({hosts: server.endpoint})
-  })
-  after(async () => {
-    admin?.close()
-    await server?.stop()
-  })
+  const etcd = sharedEtcd()
+  const open = () => EtcdStore.connect({endpoints: [etcd.server.endpoint], timeoutMs: 30_000})
 
   async function race(hostOf: (i: number) => string, blockSize: number): Promise<void> {
-    await admin.delete().all()
+    await etcd.wipe()
     const store = await open()
     try {
       await createPools(makeCtx(store), [{name: 'conc', cidr: '10.80.0.0/16', blockSize}])
-      const results = await Promise.all(Array.from({length: 8}, (_, i) => runWorker(server.endpoint, hostOf(i), 100, `p${i}`)))
+      const results = await Promise.all(Array.from({length: 8}, (_, i) => runWorker(etcd.server.endpoint, hostOf(i), 100, `p${i}`)))
       const all = results.flat()
       assert.equal(all.length, 800)
       assert.equal(new Set(all).size, 800, 'every address must be distinct')
@@ -67,7 +56,7 @@ describe('etcd concurrency (integration)', {skip: etcdSkipReason}, () => {
   })
 
   test('32 hosts race for the 16 blocks of a /22: one address each, exactly 16 confirmed affinities matching their blocks', {timeout: 120_000}, async () => {
-    await admin.delete().all()
+    await etcd.wipe()
     const store = await open()
     try {
       const ctx = makeCtx(store)

@@ -6,11 +6,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import path from 'node:path';
-import { Etcd3 } from 'etcd3';
 import { DatastoreUnavailableError, ValidationError } from '../../../src/lib/errors.ts';
 import { EtcdStore, prefixRangeEnd } from '../../../src/lib/store/etcd.ts';
 import type { KeyValue, Store, WriteOp } from '../../../src/lib/store/store.ts';
-import { type EtcdServer, etcdSkipReason, freePort, startEtcd } from '../../support/etcd-server.ts';
+import { type EtcdServer, etcdSkipReason, freePort, sharedEtcd, startEtcd } from '../../support/etcd-server.ts';
 import { storeContract } from './contract.ts';
 
 const put = (key: string, value: string): WriteOp => ({ put: key, value });
@@ -51,26 +50,12 @@ const everyMethod: [string, (s: Store) => Promise<unknown>][] = [
 ];
 
 describe('EtcdStore on a real etcd', { skip: etcdSkipReason }, () => {
-  let server: EtcdServer | undefined;
-  let admin: Etcd3 | undefined;
+  const etcd = sharedEtcd();
+  const srv = (): EtcdServer => etcd.server;
 
-  before(async () => {
-    server = await startEtcd();
-    admin = new Etcd3({ hosts: server.endpoint });
-  });
-  after(async () => {
-    admin?.close();
-    await server?.stop();
-  });
-
-  const srv = (): EtcdServer => {
-    assert.ok(server, 'etcd did not start');
-    return server;
-  };
-
-  /** Wipe every key, then a fresh store (the shared server keeps counting revisions; that is fine). */
+  /** Wipe every key, then a fresh store. */
   const open = async (): Promise<EtcdStore> => {
-    await admin!.delete().all();
+    await etcd.wipe();
     return EtcdStore.connect({ endpoints: [srv().endpoint], timeoutMs: 5000 });
   };
 
