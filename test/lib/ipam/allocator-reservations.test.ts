@@ -11,7 +11,7 @@ import { ipStatus, utilization } from '../../../src/lib/ipam/query.ts';
 import { releaseIps } from '../../../src/lib/ipam/release.ts';
 import { createReservation, listReservations } from '../../../src/lib/ipam/reservation.ts';
 import { formatCidr, parseCidr } from '../../../src/lib/net/cidr.ts';
-import { assertInvariants, blockCidrs, type Env, freshCtx, openMemory, type StoreOpener, tempSqlite } from './helpers.ts';
+import { blockCidrs, type Env, openMemory, scenario as runScenario, type StoreOpener, tempSqlite } from './helpers.ts';
 
 const sqlite = tempSqlite();
 after(() => sqlite.cleanup());
@@ -27,16 +27,7 @@ async function auto(env: Env, host: string, num4: number): Promise<string[]> {
 
 function scenarios(name: string, open: StoreOpener): void {
   describe(`${name}: IP reservations`, () => {
-    const scenario = (title: string, body: (env: Env) => Promise<void>) =>
-      it(title, async () => {
-        const env = await freshCtx({ open });
-        try {
-          await body(env);
-          await assertInvariants(env.store, env.clock.now());
-        } finally {
-          await env.store.close();
-        }
-      });
+    const scenario = (title: string, body: (env: Env) => Promise<void>) => runScenario(open, title, body);
 
     scenario('AutoAssign never hands out reserved addresses of a newly claimed block', async (env) => {
       await createPools(env.ctx, [{ name: 'p', cidr: '10.65.0.0/26' }]);

@@ -24,14 +24,13 @@ import { keys } from '../../../src/lib/store/keys.ts';
 import {
   affinityList,
   affinityState,
-  assertInvariants,
   blockCidrs,
   type Env,
-  freshCtx,
   handleCounts,
   interceptGet,
   rawBlock,
   rawValue,
+  scenario,
   seed,
   type StoreOpener,
   storedBlock,
@@ -40,20 +39,6 @@ import {
 
 const CONFIRMED = '{"state":"confirmed","deleted":false}';
 
-type Body = (env: Env) => Promise<void>;
-
-/** One scenario: fresh store, the body, then the invariants; the store is closed whatever happens. */
-function scenario(open: StoreOpener, title: string, body: Body, opts: { todo?: string } = {}): void {
-  it(title, opts, async () => {
-    const env = await freshCtx({ open });
-    try {
-      await body(env);
-      await assertInvariants(env.store, env.clock.now());
-    } finally {
-      await env.store.close();
-    }
-  });
-}
 
 // ---- small helpers -------------------------------------------------------------------------------
 
@@ -109,7 +94,7 @@ async function unchanged(env: Env, fn: () => Promise<void>): Promise<void> {
 // ================================================================================================
 
 export function autoAssignScenarios(name: string, open: StoreOpener): void {
-  const s = (title: string, body: Body, opts?: { todo?: string }) => scenario(open, title, body, opts);
+  const s = (title: string, body: (env: Env) => Promise<void>, opts?: { todo?: string }) => scenario(open, title, body, opts);
 
   describe(`${name}: AutoAssign`, () => {
     s('claims a /26 for the host and hands out its network address first', async (env) => {
@@ -527,7 +512,7 @@ export function autoAssignScenarios(name: string, open: StoreOpener): void {
 // ================================================================================================
 
 export function releaseScenarios(name: string, open: StoreOpener): void {
-  const s = (title: string, body: Body, opts?: { todo?: string }) => scenario(open, title, body, opts);
+  const s = (title: string, body: (env: Env) => Promise<void>, opts?: { todo?: string }) => scenario(open, title, body, opts);
 
   describe(`${name}: ReleaseIPs`, () => {
     s('a released ordinal goes to the tail of the free list and is reused last', async (env) => {
@@ -759,7 +744,7 @@ export function releaseScenarios(name: string, open: StoreOpener): void {
 // ================================================================================================
 
 export function poolScenarios(name: string, open: StoreOpener): void {
-  const s = (title: string, body: Body, opts?: { todo?: string }) => scenario(open, title, body, opts);
+  const s = (title: string, body: (env: Env) => Promise<void>, opts?: { todo?: string }) => scenario(open, title, body, opts);
 
   describe(`${name}: pools`, () => {
     s('an overlapping pool is a ConflictError with upstream\'s message and nothing is written', async (env) => {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { it } from 'node:test';
 import { type Block, blockProblems, decodeBlock } from '../../../src/lib/ipam/block.ts';
 import { type Ctx, makeCtx } from '../../../src/lib/ipam/context.ts';
 import { decodeAffinity, decodeHandle } from '../../../src/lib/ipam/records.ts';
@@ -228,4 +229,17 @@ export async function assertInvariants(store: Store, now: Date = new Date()): Pr
     }
   }
   assert.deepEqual(problems, [], `datastore invariants violated:\n  ${problems.join('\n  ')}`);
+}
+
+/** One scenario: fresh store, the body, then the invariants; the store is closed whatever happens. */
+export function scenario(open: StoreOpener, title: string, body: (env: Env) => Promise<void>, opts: { todo?: string } = {}): void {
+  it(title, opts, async () => {
+    const env = await freshCtx({ open });
+    try {
+      await body(env);
+      await assertInvariants(env.store, env.clock.now());
+    } finally {
+      await env.store.close();
+    }
+  });
 }

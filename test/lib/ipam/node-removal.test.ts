@@ -15,9 +15,9 @@ import {
   assertInvariants,
   blockCidrs,
   type Env,
-  freshCtx,
   handleCounts,
   openMemory,
+  scenario,
   rawValue,
   seed,
   type StoreOpener,
@@ -39,16 +39,7 @@ async function rejectsNotFound(p: Promise<unknown>): Promise<void> {
 }
 
 function scenarios(name: string, open: StoreOpener): void {
-  const s = (title: string, body: (env: Env) => Promise<void>) =>
-    it(title, async () => {
-      const env = await freshCtx({ open });
-      try {
-        await body(env);
-        await assertInvariants(env.store, env.clock.now());
-      } finally {
-        await env.store.close();
-      }
-    });
+  const s = (title: string, body: (env: Env) => Promise<void>) => scenario(open, title, body);
 
   describe(`${name}: node removal`, () => {
     s('non-empty blocks lose their owner and stay usable, empty ones are deleted, no affinity or record is left', async (env) => {
