@@ -25,7 +25,7 @@ const BUNDLE = path.join(OUT, 'ipamctl.cjs')
 const LOADER = path.join(ROOT, 'bin', 'load-bundle.cjs')
 
 /** Loaded from node_modules: native addons, packages only some commands need, and what oclif must never bundle. */
-const EXTERNAL = ['better-sqlite3', 'netlink', 'netns', 'etcd3', 'yaml', 'prom-client', '@oclif/plugin-autocomplete', 'typescript', 'ts-node', 'tsx', 'esbuild']
+const EXTERNAL = ['better-sqlite3', 'netlink', 'netns', 'unix-exchange', 'etcd3', 'yaml', 'prom-client', '@oclif/plugin-autocomplete', 'typescript', 'ts-node', 'tsx', 'esbuild']
 
 const commandFiles = fs
   .readdirSync(path.join(ROOT, 'src', 'commands'), {recursive: true})

@@ -15,6 +15,7 @@ import { type AgentProc, addEnv, ipamPluginProc, parseMetrics, resultIp, startAg
 import { assertCleanError, ensureBuilt, type Sandbox, sandbox } from './helpers.ts';
 
 const NET = 'net1';
+const TRACE = path.join(import.meta.dirname, '..', 'lib', 'cni', 'fixtures', 'trace-modules.mjs');
 const NODE = 'node-a';
 
 function netconf(sb: Sandbox, socket: string, extra: Record<string, unknown> = {}) {
@@ -162,6 +163,16 @@ describe('ipamctl agent on an embedded store', () => {
     assert.deepEqual(st, [`handle ${NET}.par0 not found`, `handle ${NET}.par1 not found`]);
     const m = parseMetrics(await (await fetch(agent.metricsUrl!)).text());
     assert.equal(m.get('ipamctl_release_duration_seconds_count{outcome="ok"}'), 2);
+  });
+
+  it('an ADD through the agent loads neither SQLite nor node:net or node:http: the native exchange does the socket', async () => {
+    const file = path.join(sb.dir, 'trace.txt');
+    const r = await ipamPluginProc({ ...addEnv('traced'), IPAMCTL_TRACE_MODULES: file }, netconf(sb, socket), ['--import', TRACE]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '', 'answered by the agent');
+    const modules = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    assert.ok(modules.some((m) => m.endsWith('/unix-exchange/index.js')), `the addon was not loaded: ${modules.join(' ')}`);
+    assert.deepEqual(modules.filter((m) => /better-sqlite3|^(node:)?(net|http)$/.test(m)), []);
   });
 
   it('agent status: a table when up', async () => {

@@ -1,6 +1,9 @@
 // The CNI side of the agent: one HTTP/1.1 request over the unix socket, written and parsed by hand. A plugin
-// is a process per pod operation, so this must cost next to nothing: node:net is loaded only when the socket
-// file exists, and node:http never (its parser and agent machinery are several ms of start-up).
+// is a process per pod operation, so this must cost next to nothing: the exchange itself is done by a small
+// native addon (native/unix-exchange: connect, send, read until close, one deadline, on libuv's thread pool),
+// loaded only when the socket file exists. node:net and its streams cost ~4 ms to load and ~2 ms to set up a
+// connection, more than the rest of a warm agent ADD's client side; node:http never (its parser and agent
+// machinery are several ms of start-up).
 //
 // What happened to a request decides what the caller may do next:
 // - `unreachable`: nothing was sent (no socket file, connection refused): use the datastore directly.
@@ -9,15 +12,29 @@
 //   or may not have committed it. Only an idempotent direct retry is safe (see ipam-plugin.ts).
 import fs from 'node:fs'
 import {createRequire} from 'node:module'
+import type {ExchangeResult} from 'unix-exchange'
 import type {AgentOp, ErrorBody} from './protocol.js'
 
-type Net = typeof import('node:net')
+type Exchange = (path: string, request: Buffer, timeoutMs: number, maxReply: number) => Promise<ExchangeResult>
 
 /**
- * node:net on first use. Not import(): the plugin bundles run in a vm.Script without a dynamic-import hook,
- * and a static import would load the socket machinery on every exec, agent or not.
+ * The addon on first use. Not import(): the plugin bundles run in a vm.Script without a dynamic-import hook,
+ * and a static import would load it on every exec, agent or not.
  */
-const loadNet = (): Net => (process.getBuiltinModule?.('node:net') as Net | undefined) ?? (createRequire(import.meta.url)('node:net') as Net)
+let exchange: Exchange | undefined
+const loadExchange = (): Exchange => (exchange ??= (createRequire(import.meta.url)('unix-exchange') as {exchange: Exchange}).exchange)
+
+/** ECONNREFUSED for 111; the number when the platform has no name for it. */
+function errnoName(errno: number): string {
+  try {
+    return (createRequire(import.meta.url)('node:util') as typeof import('node:util')).getSystemErrorName(-errno)
+  } catch {
+    return `errno ${errno}`
+  }
+}
+
+/** Replies are small JSON objects; anything near this is not our agent. */
+export const AGENT_MAX_REPLY_BYTES = 4 << 20
 
 export type AgentOutcome =
   | {kind: 'unreachable'; reason: string}
@@ -83,55 +100,37 @@ export async function agentRequest(
   payload?: unknown,
   opts: {timeoutMs?: number} = {},
 ): Promise<AgentOutcome> {
-  const net = loadNet()
+  const timeoutMs = opts.timeoutMs ?? AGENT_REQUEST_TIMEOUT_MS
   const body = payload === undefined ? '' : JSON.stringify(payload)
+  // Connection: close, and the request is not half-closed: the server replies and then closes, which is where
+  // the reply ends when it carries neither a length nor chunks.
   const head = `${method} ${urlPath} HTTP/1.1\r\nHost: ipamctl-agent\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`
-  return new Promise<AgentOutcome>((resolve) => {
-    let sent = false
-    let done = false
-    const chunks: Buffer[] = []
-    const conn = net.createConnection(socket)
-    const finish = (o: AgentOutcome) => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      conn.destroy()
-      resolve(o)
-    }
-    const timer = setTimeout(() => finish(sent ? {kind: 'unknown', reason: `no reply within ${(opts.timeoutMs ?? AGENT_REQUEST_TIMEOUT_MS) / 1000} s`} : {kind: 'unreachable', reason: 'connect timed out'}), opts.timeoutMs ?? AGENT_REQUEST_TIMEOUT_MS)
-    const tryParse = (atEnd: boolean) => {
-      try {
-        const reply = parseReply(Buffer.concat(chunks), atEnd)
-        if (!reply) {
-          if (atEnd) finish({kind: 'unknown', reason: 'the connection closed before a complete reply'})
-          return
-        }
-        const parsed = JSON.parse(reply.body.toString('utf8')) as unknown
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the reply is not a JSON object')
-        finish({kind: 'answered', status: reply.status, body: parsed as Record<string, unknown>})
-      } catch (err) {
-        finish({kind: 'unknown', reason: `unreadable reply: ${(err as Error).message}`})
-      }
-    }
-    conn.on('connect', () => {
-      sent = true
-      // Not end(): the server closes once it has replied (Connection: close); a half-closed socket before
-      // that would only add a case to reason about.
-      conn.write(head + body)
-    })
-    conn.on('data', (b: Buffer) => {
-      chunks.push(b)
-      tryParse(false)
-    })
-    conn.on('end', () => tryParse(true))
-    conn.on('error', (err: NodeJS.ErrnoException) => {
-      if (!sent) finish({kind: 'unreachable', reason: err.code ?? err.message})
-      else finish({kind: 'unknown', reason: `the connection failed: ${err.code ?? err.message}`})
-    })
-    conn.on('close', () => {
-      if (!done) tryParse(true)
-    })
-  })
+  let r: ExchangeResult
+  try {
+    r = await loadExchange()(socket, Buffer.from(head + body), timeoutMs, AGENT_MAX_REPLY_BYTES)
+  } catch (err) {
+    // The addon missing (not built) or refusing the path: nothing was sent.
+    return {kind: 'unreachable', reason: (err as Error).message}
+  }
+  if (!r.connected) return {kind: 'unreachable', reason: r.timedOut ? 'connect timed out' : errnoName(r.errno)}
+  // A reply complete by its length or chunks counts even if the connection then failed or stayed open; one
+  // with neither ends only where the peer closed.
+  let reply: ReturnType<typeof parseReply>
+  try {
+    reply = parseReply(r.reply, r.errno === 0 && !r.timedOut)
+    if (!reply) throw new Error('the connection closed before a complete reply')
+  } catch (err) {
+    if (r.timedOut) return {kind: 'unknown', reason: `no reply within ${timeoutMs / 1000} s`}
+    if (r.errno) return {kind: 'unknown', reason: `the connection failed: ${errnoName(r.errno)}`}
+    return {kind: 'unknown', reason: (err as Error).message}
+  }
+  try {
+    const parsed = JSON.parse(reply.body.toString('utf8')) as unknown
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the reply is not a JSON object')
+    return {kind: 'answered', status: reply.status, body: parsed as Record<string, unknown>}
+  } catch (err) {
+    return {kind: 'unknown', reason: `unreadable reply: ${(err as Error).message}`}
+  }
 }
 
 /** POST /v1/<op>. */
