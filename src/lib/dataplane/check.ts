@@ -4,7 +4,7 @@ import {formatIp, parseIp, type Ip} from '../net/cidr.js'
 import {PodCheckError, type PodMismatch} from './errors.js'
 import {checkRequest, POD_GATEWAY_V4, type WireRequest} from './layout.js'
 import {openNetns} from './netns.js'
-import {AF_INET, AF_INET6, afOf, findLink, formatMac, hostSocket, ipBytes, nl, routesTo, RT_TABLE_MAIN, socketIn, type LinkMessage, type RtNetlinkSocket} from './rtnl.js'
+import {AF_INET, AF_INET6, afOf, findLink, formatMac, hostSocket, ipBytes, nl, routesTo, RT_TABLE_MAIN, socketIn, type Link, type Rtnl} from './rtnl.js'
 
 const fail = (mismatch: PodMismatch, message: string): never => {
   throw new PodCheckError(mismatch, message)
@@ -17,32 +17,32 @@ const fail = (mismatch: PodMismatch, message: string): never => {
 export async function checkPod(req: WireRequest): Promise<void> {
   const r = checkRequest(req)
   const ns = openNetns(r.netns)
-  let pod: RtNetlinkSocket | undefined
-  let host: RtNetlinkSocket | undefined
+  let pod: Rtnl | undefined
+  let host: Rtnl | undefined
   try {
     host = hostSocket()
     pod = socketIn(ns)
     const podLink = await findLink(pod, r.ifName)
     if (!podLink) return fail('pod-link-missing', `interface ${r.ifName} not found in netns ${r.netns}`)
     checkLink(podLink, r.ifName, 'pod')
-    if (r.mtu > 0 && podLink.attrs.mtu !== r.mtu) fail('pod-link-mtu', `interface ${r.ifName} has MTU ${podLink.attrs.mtu}, expected ${r.mtu}`)
-    if (r.podMac && !podLink.attrs.address?.equals(r.podMac)) {
-      fail('pod-link-mac', `interface ${r.ifName} has MAC ${formatMac(podLink.attrs.address)}, expected ${formatMac(r.podMac)}`)
+    if (r.mtu > 0 && podLink.mtu !== r.mtu) fail('pod-link-mtu', `interface ${r.ifName} has MTU ${podLink.mtu}, expected ${r.mtu}`)
+    if (r.podMac && !podLink.address?.equals(r.podMac)) {
+      fail('pod-link-mac', `interface ${r.ifName} has MAC ${formatMac(podLink.address)}, expected ${formatMac(r.podMac)}`)
     }
-    const podIndex = podLink.data.index!
+    const podIndex = podLink.index
     for (const ip of [r.v4, r.v6]) if (ip) await checkAddress(pod, podIndex, r.ifName, ip)
     if (r.v4) {
       const gw = ipBytes(parseIp(POD_GATEWAY_V4))
       const onLink = await routesTo(pod, 4, gw, 32)
-      if (!onLink.some((x) => x.attrs.oif === podIndex)) fail('pod-route-missing', `route ${POD_GATEWAY_V4}/32 dev ${r.ifName} missing in the pod`)
+      if (!onLink.some((x) => x.oif === podIndex)) fail('pod-route-missing', `route ${POD_GATEWAY_V4}/32 dev ${r.ifName} missing in the pod`)
       const defaults = await defaultRoutes(pod, AF_INET)
-      if (!defaults.some((x) => x.attrs.oif === podIndex && x.attrs.gateway?.equals(gw))) {
+      if (!defaults.some((x) => x.oif === podIndex && x.gateway?.equals(gw))) {
         fail('pod-route-missing', `default route via ${POD_GATEWAY_V4} dev ${r.ifName} missing in the pod`)
       }
     }
     if (r.v6) {
       const defaults = await defaultRoutes(pod, AF_INET6)
-      if (!defaults.some((x) => x.attrs.oif === podIndex && x.attrs.gateway?.[0] === 0xfe)) {
+      if (!defaults.some((x) => x.oif === podIndex && x.gateway?.[0] === 0xfe)) {
         fail('pod-route-missing', `IPv6 default route via a link-local gateway dev ${r.ifName} missing in the pod`)
       }
     }
@@ -54,30 +54,30 @@ export async function checkPod(req: WireRequest): Promise<void> {
       if (!ip) continue
       const prefix = ip.family === 4 ? 32 : 128
       const routes = await routesTo(host, ip.family, ipBytes(ip), prefix)
-      if (!routes.some((x) => x.attrs.oif === hostLink.data.index)) {
+      if (!routes.some((x) => x.oif === hostLink.index)) {
         fail('host-route-missing', `host route ${formatIp(ip.family, ip.value)}/${prefix} dev ${r.hostIfName} missing`)
       }
     }
   } finally {
-    pod?.socket.close()
-    host?.socket.close()
+    pod?.close()
+    host?.close()
     ns.close()
   }
 }
 
-function checkLink(link: LinkMessage, name: string, where: 'pod' | 'host'): void {
-  if (!link.data.flags?.up) fail(`${where}-link-down`, `${where} interface ${name} is down`)
+function checkLink(link: Link, name: string, where: 'pod' | 'host'): void {
+  if (!link.up) fail(`${where}-link-down`, `${where} interface ${name} is down`)
 }
 
-async function checkAddress(pod: RtNetlinkSocket, index: number, ifName: string, ip: Ip): Promise<void> {
+async function checkAddress(pod: Rtnl, index: number, ifName: string, ip: Ip): Promise<void> {
   const bytes = ipBytes(ip)
   const prefix = ip.family === 4 ? 32 : 128
-  const addrs = await nl('failed to list pod addresses', pod.getAddresses({family: afOf(ip.family)}))
-  const ok = addrs.some((a) => a.data.index === index && a.data.prefixlen === prefix && (a.attrs.local ?? a.attrs.address)?.equals(bytes))
+  const addrs = await nl('failed to list pod addresses', pod.addresses(afOf(ip.family)))
+  const ok = addrs.some((a) => a.index === index && a.prefixlen === prefix && (a.local ?? a.address)?.equals(bytes))
   if (!ok) fail('pod-address-missing', `address ${formatIp(ip.family, ip.value)}/${prefix} missing on ${ifName} in the pod`)
 }
 
-async function defaultRoutes(sock: RtNetlinkSocket, af: number) {
-  const all = await nl('failed to list pod routes', sock.getRoutes({family: af}))
-  return all.filter((x) => x.data.dstLen === 0 && x.data.table === RT_TABLE_MAIN)
+async function defaultRoutes(sock: Rtnl, af: number) {
+  const all = await nl('failed to list pod routes', sock.routes(af))
+  return all.filter((x) => x.dstLen === 0 && x.table === RT_TABLE_MAIN)
 }

@@ -1,29 +1,74 @@
-// Thin helpers over the `netlink` package (0.3.0, pinned: its API is not stable): sockets per namespace, errno
-// extraction, address and MAC encoding, and link/route lookups used by veth.ts, routes.ts and checkPod.
-import {createRtNetlink, type RtNetlinkSocket, type rt, type ifla} from 'netlink'
+// The dataplane's netlink: sockets per namespace, the requests wirePod / unwirePod / checkPod make, errno
+// extraction and address/MAC encoding. The socket is the `netlink` package's (0.3.0, pinned: its API is not
+// stable): sequence numbers, multipart replies, error ACKs. The messages are ours (rtnl-codec.ts).
+import {createNetlink, type NetlinkSocket} from 'netlink/dist/netlink.js'
 import {formatIp, parseIp, type Family, type Ip} from '../net/cidr.js'
 import {DataplaneError, InvalidWireRequestError} from './errors.js'
 import type {NetnsHandle} from './netns.js'
+import {
+  decodeAddress,
+  decodeLink,
+  decodeRoute,
+  IFF_UP,
+  IFLA,
+  ifaddrmsg,
+  ifinfomsg,
+  NLM_F,
+  RT_SCOPE,
+  RTM,
+  rtmsg,
+  strAttr,
+  attr,
+  type Address,
+  type Link,
+  type Route,
+} from './rtnl-codec.js'
 
-export type {RtNetlinkSocket}
-export type LinkMessage = rt.LinkMessage
-export type RouteMessage = rt.RouteMessage
-export type AddressMessage = rt.AddressMessage
-export type LinkAttrs = ifla.LinkAttrs
+export type {Address, Link, Route}
 
 export const AF_INET = 2
 export const AF_INET6 = 10
 export const RT_TABLE_MAIN = 254
-export const RT_SCOPE_UNIVERSE = 0
-export const RT_SCOPE_LINK = 253
+export const RT_SCOPE_LINK = RT_SCOPE.LINK
 
 export const afOf = (family: Family): number => (family === 4 ? AF_INET : AF_INET6)
 
+const NETLINK_ROUTE = 0
+
+/** An rtnetlink socket in one network namespace (the one it was created in). */
+export class Rtnl {
+  constructor(private readonly sock: NetlinkSocket) {}
+
+  close(): void {
+    this.sock.close()
+  }
+
+  /** One request (REQUEST|ACK plus `flags`): the payloads of the reply messages, none for a bare ACK. */
+  async request(type: number, flags: number, parts: Buffer[]): Promise<Buffer[]> {
+    const [msgs] = await this.sock.request(type, parts, {flags})
+    return msgs.map((m) => m.data)
+  }
+
+  async getLink(by: {name: string} | {index: number}): Promise<Link | undefined> {
+    const parts = 'name' in by ? [ifinfomsg(), strAttr(IFLA.IFNAME, by.name)] : [ifinfomsg({index: by.index})]
+    const [reply] = await this.request(RTM.GETLINK, 0, parts)
+    return reply && decodeLink(reply)
+  }
+
+  async routes(family: number): Promise<Route[]> {
+    return (await this.request(RTM.GETROUTE, NLM_F.DUMP, [rtmsg({family})])).map(decodeRoute)
+  }
+
+  async addresses(family: number): Promise<Address[]> {
+    return (await this.request(RTM.GETADDR, NLM_F.DUMP, [ifaddrmsg({family})])).map(decodeAddress)
+  }
+}
+
 /** A socket in the calling thread's namespace (the host, outside inNetns). */
-export const hostSocket = (): RtNetlinkSocket => createRtNetlink()
+export const hostSocket = (): Rtnl => new Rtnl(createNetlink(NETLINK_ROUTE))
 
 /** A socket bound to `ns`: created while switched, it keeps talking to that namespace afterwards. */
-export const socketIn = (ns: NetnsHandle): RtNetlinkSocket => ns.run(() => createRtNetlink())
+export const socketIn = (ns: NetnsHandle): Rtnl => ns.run(() => new Rtnl(createNetlink(NETLINK_ROUTE)))
 
 /**
  * The errno name of a failed netlink request. netlink 0.3.0 rejects with a plain
@@ -88,34 +133,36 @@ export function parseMac(text: string): Buffer {
 export const formatMac = (buf: Buffer | undefined): string => (buf ? [...buf].map((b) => b.toString(16).padStart(2, '0')).join(':') : '')
 
 /** The link named `name`, or undefined. RTM_GETLINK by IFLA_IFNAME: one round trip, no dump. */
-export async function findLink(sock: RtNetlinkSocket, name: string): Promise<LinkMessage | undefined> {
+export async function findLink(sock: Rtnl, name: string): Promise<Link | undefined> {
   try {
-    const [link] = await sock.getLink({}, {ifname: name})
-    return link
+    return await sock.getLink({name})
   } catch (error) {
     if (isErrno(error, 'ENODEV')) return undefined
     throw nlFailure(`failed to look up link ${name}`, error)
   }
 }
 
-export async function findLinkByIndex(sock: RtNetlinkSocket, index: number): Promise<LinkMessage | undefined> {
+export async function findLinkByIndex(sock: Rtnl, index: number): Promise<Link | undefined> {
   try {
-    const [link] = await sock.getLink({index})
-    return link
+    return await sock.getLink({index})
   } catch (error) {
     if (isErrno(error, 'ENODEV')) return undefined
     throw nlFailure(`failed to look up link #${index}`, error)
   }
 }
 
-export async function setUp(sock: RtNetlinkSocket, index: number, name: string): Promise<void> {
-  await nl(`failed to set ${name} up`, sock.setLink({index, flags: {up: true}, change: {up: true}}))
+export async function setUp(sock: Rtnl, index: number, name: string): Promise<void> {
+  await nl(`failed to set ${name} up`, sock.request(RTM.SETLINK, 0, [ifinfomsg({index, flags: IFF_UP, change: IFF_UP})]))
+}
+
+export async function setMac(sock: Rtnl, index: number, mac: Buffer): Promise<void> {
+  await sock.request(RTM.SETLINK, 0, [ifinfomsg({index}), attr(IFLA.ADDRESS, mac)])
 }
 
 /** Delete a link by index; a link that is already gone is fine. */
-export async function deleteLink(sock: RtNetlinkSocket, index: number, name: string): Promise<void> {
+export async function deleteLink(sock: Rtnl, index: number, name: string): Promise<void> {
   try {
-    await sock.delLink({index})
+    await sock.request(RTM.DELLINK, 0, [ifinfomsg({index})])
   } catch (error) {
     if (isErrno(error, 'ENODEV')) return
     throw nlFailure(`failed to delete link ${name}`, error)
@@ -123,22 +170,8 @@ export async function deleteLink(sock: RtNetlinkSocket, index: number, name: str
 }
 
 /** Main-table routes of one family whose destination is exactly `dst`/`dstLen`. */
-export async function routesTo(sock: RtNetlinkSocket, family: Family, dst: Buffer, dstLen: number): Promise<RouteMessage[]> {
+export async function routesTo(sock: Rtnl, family: Family, dst: Buffer, dstLen: number): Promise<Route[]> {
   // Dump filters in the request are ignored by kernels without strict checking, so filter here.
-  const all = await nl('failed to list routes', sock.getRoutes({family: afOf(family)}))
-  return all.filter(
-    (r) =>
-      r.data.dstLen === dstLen &&
-      (r.data.table ?? 0) === RT_TABLE_MAIN &&
-      (r.attrs.table === undefined || r.attrs.table === RT_TABLE_MAIN) &&
-      r.attrs.dst !== undefined &&
-      r.attrs.dst.equals(dst),
-  )
-}
-
-/** Numeric scope of a parsed route (the package returns the enum value, or its name for known values). */
-export function scopeNumber(scope: rt.Route['scope']): number {
-  if (typeof scope === 'number') return scope
-  const names: Record<string, number> = {UNIVERSE: 0, SITE: 200, LINK: 253, HOST: 254, NOWHERE: 255}
-  return scope === undefined ? 0 : (names[scope] ?? 0)
+  const all = await nl('failed to list routes', sock.routes(afOf(family)))
+  return all.filter((r) => r.dstLen === dstLen && r.table === RT_TABLE_MAIN && r.dst !== undefined && r.dst.equals(dst))
 }

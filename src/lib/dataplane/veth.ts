@@ -2,7 +2,6 @@
 // the pod netns and whose host end is cali…, /32 and /128 pod addresses, a default route via a fake next hop the host
 // answers for, and a host route per pod address. All netlink work goes through two sockets, one per namespace (see
 // netns.ts); nothing awaits while the thread is switched.
-import {AttrStream, FlagsNew, ifla, rt, type StreamData} from 'netlink'
 import {formatIp, parseIp, type Ip} from '../net/cidr.js'
 import {DataplaneError, InterfaceExistsError, NetnsNotFoundError} from './errors.js'
 import {checkIfName, checkRequest, EXPECTED_HOST_LL_V6, HOST_VETH_MAC, POD_GATEWAY_V4, type CheckedRequest, type WireRequest} from './layout.js'
@@ -23,11 +22,35 @@ import {
   nlFailure,
   parseMac,
   RT_TABLE_MAIN,
+  setMac,
   setUp,
   socketIn,
-  type LinkMessage,
-  type RtNetlinkSocket,
+  type Link,
+  type Rtnl,
 } from './rtnl.js'
+import {
+  IFA,
+  IFA_F_NODAD,
+  IFLA,
+  IFLA_INFO,
+  ifaddrmsg,
+  ifinfomsg,
+  NDA,
+  ndmsg,
+  nested,
+  NLM_F,
+  NUD_PERMANENT,
+  RT_SCOPE,
+  RTA,
+  RTM,
+  rtmsg,
+  RTN_UNICAST,
+  RTPROT_BOOT,
+  strAttr,
+  u32Attr,
+  attr,
+  VETH_INFO_PEER,
+} from './rtnl-codec.js'
 import {writeSysctl, writeSysctlsIn, type SysctlKey} from './sysctl.js'
 
 export {checkPod} from './check.js'
@@ -64,7 +87,7 @@ const LL_POLL_DELAYS_MS = [2, 5, 10, 25, 50, 50, 50, 50, 50, 50, 50, 50, 50]
 /** The pod's network namespace, opened with a netlink socket inside it, its CNI_IFNAME known to be free. */
 export interface PodSide {
   readonly ns: NetnsHandle
-  readonly sock: RtNetlinkSocket
+  readonly sock: Rtnl
   /** Idempotent; wirePod closes the side it is given. */
   close(): void
 }
@@ -76,12 +99,12 @@ export interface PodSide {
  */
 export async function openPodSide(netns: string, ifName: string): Promise<PodSide> {
   const ns = openNetns(netns)
-  let sock: RtNetlinkSocket | undefined
+  let sock: Rtnl | undefined
   let open = true
   const close = () => {
     if (!open) return
     open = false
-    sock?.socket.close()
+    sock?.close()
     ns.close()
   }
   try {
@@ -111,7 +134,7 @@ export async function wirePod(req: WireRequest, side?: PodSide): Promise<WireRes
   // CNI: ADD must fail if CNI_IFNAME exists; openPodSide checks that before the host is touched.
   const opened = side ?? (await openPodSide(r.netns, r.ifName))
   const {ns, sock: pod} = opened
-  let host: RtNetlinkSocket | undefined
+  let host: Rtnl | undefined
   const warnings: string[] = []
   // What to undo on failure. The pod end needs no entry: deleting either end of a veth deletes both.
   let created: HostLink | undefined
@@ -119,16 +142,16 @@ export async function wirePod(req: WireRequest, side?: PodSide): Promise<WireRes
   try {
     host = hostSocket()
     const stale = await findLink(host, r.hostIfName)
-    if (stale) await deleteLink(host, stale.data.index!, r.hostIfName)
+    if (stale) await deleteLink(host, stale.index, r.hostIfName)
 
     await createVeth(host, pod, ns, r)
     created = {index: 0, name: r.hostIfName} // index 0 until looked up: rollback then deletes by name
     let hostLink = await mustFindLink(host, r.hostIfName, 'host')
-    created.index = hostLink.data.index!
+    created.index = hostLink.index
     hostLink = await ensureHostMac(host, hostLink, warnings)
-    const hostMac = hostLink.attrs.address!
+    const hostMac = hostLink.address!
     const podLink = await mustFindLink(pod, r.ifName, 'pod')
-    const podIndex = podLink.data.index!
+    const podIndex = podLink.index
 
     // Pod sysctls that must precede link-up: without accept_dad=0 the /128 would sit in DAD ("tentative").
     if (r.v6) writeSysctlsIn(ns, podV6Sysctls(r.ifName))
@@ -154,8 +177,8 @@ export async function wirePod(req: WireRequest, side?: PodSide): Promise<WireRes
       hostIfName: r.hostIfName,
       hostMac: formatMac(hostMac),
       podIfName: r.ifName,
-      podMac: formatMac(podLink.attrs.address),
-      mtu: podLink.attrs.mtu ?? 0,
+      podMac: formatMac(podLink.address),
+      mtu: podLink.mtu ?? 0,
       sandbox: req.netns,
       warnings,
     }
@@ -163,7 +186,7 @@ export async function wirePod(req: WireRequest, side?: PodSide): Promise<WireRes
     if (created && host) await rollback(host, created, routesAdded, error)
     throw error
   } finally {
-    host?.socket.close()
+    host?.close()
     opened.close()
   }
 }
@@ -185,16 +208,16 @@ export async function unwirePod(req: UnwireRequest): Promise<void> {
       if (!(error instanceof NetnsNotFoundError)) throw error
     }
     if (ns) {
-      let pod: RtNetlinkSocket | undefined
+      let pod: Rtnl | undefined
       try {
         pod = socketIn(ns)
         const link = await findLink(pod, req.ifName)
         if (link) {
-          await deleteLink(pod, link.data.index!, req.ifName)
+          await deleteLink(pod, link.index, req.ifName)
           podDeleted = true
         }
       } finally {
-        pod?.socket.close()
+        pod?.close()
         ns.close()
       }
     }
@@ -204,39 +227,29 @@ export async function unwirePod(req: UnwireRequest): Promise<void> {
   try {
     const link = await findLink(host, req.hostIfName)
     if (!link) return
-    const index = link.data.index!
+    const index = link.index
     // The kernel drops a link's routes with it; deleting them first only narrows the window in which they point
     // at a dying device. Routes to these addresses via other links are not ours and stay.
     for (const text of [req.ipv4, req.ipv6]) if (text) await deleteHostRoute(host, parseIp(text), index)
     await deleteLink(host, index, req.hostIfName)
   } finally {
-    host.socket.close()
+    host.close()
   }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-
-/** Flatten netlink StreamData (attribute writers) into one Buffer, as IFLA_LINKINFO/VETH_INFO_PEER need raw bytes. */
-function flat(data: StreamData): Buffer {
-  const s = new AttrStream()
-  s.emit(data)
-  return Buffer.concat(s.bufs)
-}
 
 /**
  * One RTM_NEWLINK from the host socket: host end `hostIfName` here, peer `ifName` created directly in the pod
  * netns (IFLA_NET_NS_FD in the peer's attributes). Creating the peer in the host and moving it would collide with
  * the host's own eth0.
  */
-async function createVeth(host: RtNetlinkSocket, pod: RtNetlinkSocket, ns: NetnsHandle, r: CheckedRequest): Promise<void> {
-  const mtu = r.mtu > 0 ? {mtu: r.mtu} : {}
-  const peer = Buffer.concat([
-    rt.formatLink({}),
-    flat(ifla.formatLinkAttrs({ifname: r.ifName, netNsFd: ns.fd, ...mtu, ...(r.podMac ? {address: r.podMac} : {})})),
-  ])
-  const linkinfo = flat(ifla.formatInfo({kind: 'veth', data: flat(ifla.formatVethInfo({peer}))}))
+async function createVeth(host: Rtnl, pod: Rtnl, ns: NetnsHandle, r: CheckedRequest): Promise<void> {
+  const mtu = r.mtu > 0 ? [u32Attr(IFLA.MTU, r.mtu)] : []
+  const peer = [ifinfomsg(), strAttr(IFLA.IFNAME, r.ifName), u32Attr(IFLA.NET_NS_FD, ns.fd), ...mtu, ...(r.podMac ? [attr(IFLA.ADDRESS, r.podMac)] : [])]
+  const linkinfo = nested(IFLA.LINKINFO, [strAttr(IFLA_INFO.KIND, 'veth'), nested(IFLA_INFO.DATA, [nested(VETH_INFO_PEER, peer)])])
   try {
-    await host.newLink({}, {ifname: r.hostIfName, address: parseMac(HOST_VETH_MAC), linkinfo, ...mtu}, {flags: FlagsNew.CREATE | FlagsNew.EXCL})
+    await host.request(RTM.NEWLINK, NLM_F.CREATE | NLM_F.EXCL, [ifinfomsg(), strAttr(IFLA.IFNAME, r.hostIfName), attr(IFLA.ADDRESS, parseMac(HOST_VETH_MAC)), ...mtu, linkinfo])
   } catch (error) {
     if (isErrno(error, 'EEXIST')) {
       // Someone created either name since we looked (a concurrent ADD for the same pod).
@@ -247,24 +260,24 @@ async function createVeth(host: RtNetlinkSocket, pod: RtNetlinkSocket, ns: Netns
   }
 }
 
-async function mustFindLink(sock: RtNetlinkSocket, name: string, where: 'host' | 'pod'): Promise<LinkMessage> {
+async function mustFindLink(sock: Rtnl, name: string, where: 'host' | 'pod'): Promise<Link> {
   const link = await findLink(sock, name)
   if (!link) throw new DataplaneError(`${where} interface ${name} vanished while it was being configured`, 'ENODEV')
   return link
 }
 
 /** The MAC is set at creation; read it back, retry once, and otherwise keep the kernel's (upstream does the same). */
-async function ensureHostMac(host: RtNetlinkSocket, link: LinkMessage, warnings: string[]): Promise<LinkMessage> {
-  if (formatMac(link.attrs.address) === HOST_VETH_MAC) return link
-  const name = link.attrs.ifname ?? `#${link.data.index}`
+async function ensureHostMac(host: Rtnl, link: Link, warnings: string[]): Promise<Link> {
+  if (formatMac(link.address) === HOST_VETH_MAC) return link
+  const name = link.ifname ?? `#${link.index}`
   try {
-    await host.setLink({index: link.data.index!}, {address: parseMac(HOST_VETH_MAC)})
+    await setMac(host, link.index, parseMac(HOST_VETH_MAC))
   } catch (error) {
-    warnings.push(`could not set MAC ${HOST_VETH_MAC} on ${name}: ${nlFailure('setLink', error).message}; using ${formatMac(link.attrs.address)}`)
+    warnings.push(`could not set MAC ${HOST_VETH_MAC} on ${name}: ${nlFailure('setLink', error).message}; using ${formatMac(link.address)}`)
     return link
   }
   const again = await mustFindLink(host, name, 'host')
-  if (formatMac(again.attrs.address) !== HOST_VETH_MAC) warnings.push(`MAC of ${name} did not stick; using ${formatMac(again.attrs.address)}`)
+  if (formatMac(again.address) !== HOST_VETH_MAC) warnings.push(`MAC of ${name} did not stick; using ${formatMac(again.address)}`)
   return again
 }
 
@@ -318,26 +331,28 @@ function hostSysctls(r: CheckedRequest, warnings: string[]): void {
 }
 
 /** `169.254.1.1 dev <if> scope link`, `default via 169.254.1.1 dev <if>`, and a permanent neighbour for it. */
-async function podRoutesV4(pod: RtNetlinkSocket, index: number, ifName: string, hostMac: Buffer): Promise<void> {
+async function podRoutesV4(pod: Rtnl, index: number, ifName: string, hostMac: Buffer): Promise<void> {
   const gw = ipBytes(parseIp(POD_GATEWAY_V4))
-  const base = {family: AF_INET, table: RT_TABLE_MAIN, protocol: 'BOOT', type: 'UNICAST'} as const
-  const create = {flags: FlagsNew.CREATE | FlagsNew.EXCL}
-  await nl(`failed to add route ${POD_GATEWAY_V4}/32 dev ${ifName} in the pod`, pod.newRoute({...base, dstLen: 32, scope: 'LINK'}, {dst: gw, oif: index}, create))
-  await nl(`failed to add default route via ${POD_GATEWAY_V4} dev ${ifName} in the pod`, pod.newRoute({...base, dstLen: 0, scope: 'UNIVERSE'}, {gateway: gw, oif: index}, create))
+  await nl(`failed to add route ${POD_GATEWAY_V4}/32 dev ${ifName} in the pod`, newPodRoute(pod, AF_INET, 32, RT_SCOPE.LINK, [attr(RTA.DST, gw), u32Attr(RTA.OIF, index)]))
+  await nl(`failed to add default route via ${POD_GATEWAY_V4} dev ${ifName} in the pod`, newPodRoute(pod, AF_INET, 0, RT_SCOPE.UNIVERSE, [attr(RTA.GATEWAY, gw), u32Attr(RTA.OIF, index)]))
   // Proxy ARP on the host only answers when the host forwards (ip_forward=1); a static entry makes host <-> pod
   // traffic work regardless, and saves the first ARP round trip.
   await nl(
     `failed to add neighbour ${POD_GATEWAY_V4} in the pod`,
-    pod.newNeighbor({family: AF_INET, ifindex: index, state: {permanent: true}}, {dst: gw, lladdr: hostMac}, {flags: FlagsNew.CREATE | FlagsNew.REPLACE}),
+    pod.request(RTM.NEWNEIGH, NLM_F.CREATE | NLM_F.REPLACE, [ndmsg({family: AF_INET, ifindex: index, state: NUD_PERMANENT}), attr(NDA.DST, gw), attr(NDA.LLADDR, hostMac)]),
   )
 }
 
+/** A new main-table unicast route (proto boot, as upstream's netlink.RouteAdd leaves it); EEXIST if present. */
+const newPodRoute = (sock: Rtnl, family: number, dstLen: number, scope: number, attrs: Buffer[]): Promise<unknown> =>
+  sock.request(RTM.NEWROUTE, NLM_F.CREATE | NLM_F.EXCL, [rtmsg({family, dstLen, table: RT_TABLE_MAIN, protocol: RTPROT_BOOT, scope, type: RTN_UNICAST}), ...attrs])
+
 /** The host veth's IPv6 link-local; it appears once both ends are up (carrier), so poll for it like upstream does. */
-async function hostLinkLocal(host: RtNetlinkSocket, index: number, name: string, warnings: string[]): Promise<Buffer> {
+async function hostLinkLocal(host: Rtnl, index: number, name: string, warnings: string[]): Promise<Buffer> {
   let found: Buffer | undefined
   for (let attempt = 0; ; attempt++) {
-    const addrs = await nl(`failed to list addresses of ${name}`, host.getAddresses({family: AF_INET6}))
-    found = addrs.find((a) => a.data.index === index && a.attrs.address?.[0] === 0xfe && (a.attrs.address[1]! & 0xc0) === 0x80)?.attrs.address
+    const addrs = await nl(`failed to list addresses of ${name}`, host.addresses(AF_INET6))
+    found = addrs.find((a) => a.index === index && a.address?.[0] === 0xfe && (a.address[1]! & 0xc0) === 0x80)?.address
     if (found || attempt >= LL_POLL_DELAYS_MS.length) break
     await new Promise((resolve) => setTimeout(resolve, LL_POLL_DELAYS_MS[attempt]))
   }
@@ -350,35 +365,28 @@ async function hostLinkLocal(host: RtNetlinkSocket, index: number, name: string,
   return found
 }
 
-async function podDefaultRouteV6(pod: RtNetlinkSocket, index: number, ifName: string, gateway: Buffer): Promise<void> {
-  await nl(
-    `failed to add default route via ${bytesToIp(gateway)} dev ${ifName} in the pod`,
-    pod.newRoute(
-      {family: AF_INET6, dstLen: 0, table: RT_TABLE_MAIN, protocol: 'BOOT', scope: 'UNIVERSE', type: 'UNICAST'},
-      {gateway, oif: index},
-      {flags: FlagsNew.CREATE | FlagsNew.EXCL},
-    ),
-  )
+async function podDefaultRouteV6(pod: Rtnl, index: number, ifName: string, gateway: Buffer): Promise<void> {
+  await nl(`failed to add default route via ${bytesToIp(gateway)} dev ${ifName} in the pod`, newPodRoute(pod, AF_INET6, 0, RT_SCOPE.UNIVERSE, [attr(RTA.GATEWAY, gateway), u32Attr(RTA.OIF, index)]))
 }
 
-async function addPodAddress(pod: RtNetlinkSocket, index: number, ifName: string, ip: Ip): Promise<void> {
+async function addPodAddress(pod: Rtnl, index: number, ifName: string, ip: Ip): Promise<void> {
   const bytes = ipBytes(ip)
   const prefixlen = ip.family === 4 ? 32 : 128
   await nl(
     `failed to add address ${formatIp(ip.family, ip.value)}/${prefixlen} to ${ifName} in the pod`,
-    pod.newAddress(
-      {family: afOf(ip.family), prefixlen, index, scope: 0, flags: ip.family === 6 ? {nodad: true} : {}},
-      {local: bytes, address: bytes},
-      {flags: FlagsNew.CREATE | FlagsNew.REPLACE},
-    ),
+    pod.request(RTM.NEWADDR, NLM_F.CREATE | NLM_F.REPLACE, [
+      ifaddrmsg({family: afOf(ip.family), prefixlen, index, flags: ip.family === 6 ? IFA_F_NODAD : 0}),
+      attr(IFA.LOCAL, bytes),
+      attr(IFA.ADDRESS, bytes),
+    ]),
   )
 }
 
 /** Undo a failed wirePod: its host routes, then the veth pair. Errors here must not mask the original one. */
-async function rollback(host: RtNetlinkSocket, link: HostLink, routes: Ip[], cause: unknown): Promise<void> {
+async function rollback(host: Rtnl, link: HostLink, routes: Ip[], cause: unknown): Promise<void> {
   const problems: string[] = []
   try {
-    const index = link.index || (await findLink(host, link.name))?.data.index
+    const index = link.index || (await findLink(host, link.name))?.index
     if (index) {
       for (const ip of routes) await deleteHostRoute(host, ip, index).catch((e: Error) => problems.push(e.message))
       await deleteLink(host, index, link.name)
