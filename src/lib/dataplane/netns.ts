@@ -3,8 +3,9 @@
 // setns(2) switches only the calling thread. Everything here runs synchronously on the main thread and switches
 // back before returning, so no other JavaScript, no promise continuation and no libuv thread-pool work ever runs
 // while the main thread is in the pod namespace (threads created meanwhile would inherit it). What outlives the
-// switch is a socket: a netlink socket is bound to the namespace it was created in, so `ns.run(() => new
-// Rtnl(createNetlink(NETLINK_ROUTE)))` (rtnl.ts socketIn) gives a socket that keeps talking to the pod namespace after we are back in the host.
+// switch is a socket: a netlink socket is bound to the namespace it was created in, so rtnl.ts socketIn(ns)
+// (a socket created inside ns.run) keeps talking to the pod namespace after we are back in the host. The agent
+// client's thread-pool exchange (native/unix-exchange) never runs inside a switch: ns.run is synchronous.
 //
 // Sysctls: /proc/sys/net resolves against the network namespace of the thread that looks the path up (the kernel's
 // net sysctl root is chosen from current->nsproxy->net_ns at open time). A synchronous fs.writeFileSync inside
