@@ -24,7 +24,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import {spawnSync} from 'node:child_process'
+import {spawn} from 'node:child_process'
 import {createRequire} from 'node:module'
 import {fileURLToPath} from 'node:url'
 import {build} from 'esbuild'
@@ -140,34 +140,52 @@ for (const input of Object.keys(result.metafile.inputs)) {
 // The bins run a bundle through bin/load-bundle.cjs, with the V8 code cache the training runs below make.
 const LOADER = path.join(ROOT, 'bin', 'load-bundle.cjs')
 
-// Training runs: an ADD each in a scratch datastore with one pool, lock and datastore in a temporary directory. What they compiled is what the cache holds.
+// Training runs: an ADD each in a scratch datastore with one pool, lock and datastore in a temporary directory;
+// the IPAM plugin also does a second ADD through a per-node agent (started here) on the same store, so that
+// the agent client is in its cache as well as the direct path. What they compiled is what the cache holds.
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-bundle-'))
+let agent
 try {
   const {SqliteStore} = await import(path.join(ROOT, 'dist/lib/store/sqlite.js'))
   const {makeCtx} = await import(path.join(ROOT, 'dist/lib/ipam/context.js'))
   const {createPools} = await import(path.join(ROOT, 'dist/lib/ipam/pool-admin.js'))
-  const store = SqliteStore.open(path.join(scratch, 'ipam.db'))
+  const {startAgent} = await import(path.join(ROOT, 'dist/lib/agent/agent.js'))
+  const db = path.join(scratch, 'ipam.db')
+  const store = SqliteStore.open(db)
   await createPools(makeCtx(store), [{name: 'train', cidr: '10.255.0.0/16', blockSize: 26}])
   await store.close()
+  const agentSocket = path.join(scratch, 'agent.sock')
+  agent = await startAgent({
+    node: 'train-node', socket: agentSocket, metricsAddress: '', gcIntervalMs: 0, gcGraceMs: 0, version: pkg.version, log: () => {},
+    settings: {type: 'embedded', path: db, etcdEndpoints: [], timeoutMs: 10_000, sources: {}},
+  })
   for (const name of Object.keys(ENTRIES)) {
-    const conf = JSON.stringify({
+    const netconf = (extra) => JSON.stringify({
       cniVersion: '1.0.0', name: 'train', type: name, nodename: 'train-node', mtu: 1500,
-      datastore_path: path.join(scratch, 'ipam.db'), ipam_lock_file: path.join(scratch, 'ipam.lock'),
-      ipam: {type: 'ipamctl-ipam', ipv4_pools: ['10.255.0.0/16']},
+      datastore_path: db, ipam_lock_file: path.join(scratch, 'ipam.lock'),
+      ipam: {type: 'ipamctl-ipam', ipv4_pools: ['10.255.0.0/16']}, ...extra,
     })
+    const conf = netconf({})
     const env = {PATH: process.env.PATH, CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'train', CNI_NETNS: path.join(scratch, 'no-netns'), CNI_IFNAME: 'eth0', CNI_PATH: scratch}
-    const code = `require(${JSON.stringify(LOADER)}).train(${JSON.stringify(path.join(OUT, name + '.cjs'))}, (m) => m.main()).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
+    // After the direct ADD (process stdin/env), the IPAM plugin runs main() again with an in-memory io: the
+    // same ADD for another container, through the agent.
+    const agentIo = name === 'ipamctl-ipam'
+      ? `{getenv: (n) => ({...process.env, CNI_CONTAINERID: 'train-agent'})[n], readStdin: async () => ${JSON.stringify(netconf({ipamctl_agent_socket: agentSocket}))}, stdout: {write() {}}, stderr: {write: (s) => process.stderr.write('agent ADD: ' + s)}}`
+      : undefined
+    const use = agentIo ? `async (m) => { await m.main(); if (await m.main(${agentIo}) !== 0) throw new Error('agent ADD failed') }` : '(m) => m.main()'
+    const code = `require(${JSON.stringify(LOADER)}).train(${JSON.stringify(path.join(OUT, name + '.cjs'))}, ${use}).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
     let r
     if (name === 'ipamctl-cni') {
       // Full wiring, inside a network namespace of its own (unshare(1)) that is also the "pod" netns: links,
       // routes and sysctls are made there and vanish with it. Where that is not possible (no unshare, no user
       // namespaces), the ADD stops at the missing netns and the cache holds less of the wiring code.
       const unshare = process.getuid?.() === 0 ? ['-n'] : ['-r', '-n']
-      r = spawnSync('unshare', [...unshare, process.execPath, '-e', code], {env: {...env, CNI_NETNS: '/proc/self/ns/net'}, input: conf, encoding: 'utf8'})
+      r = await run('unshare', [...unshare, process.execPath, '-e', code], {...env, CNI_NETNS: '/proc/self/ns/net'}, conf)
       if (process.env.BUNDLE_CNI_VERBOSE) console.error(name, 'in a netns:', r.error ?? r.status, r.stdout, r.stderr)
       if (r.error || r.status !== 0 || !r.stdout.includes('"ips"')) r = undefined
     }
-    r ??= spawnSync(process.execPath, ['-e', code], {env, input: conf, encoding: 'utf8'})
+    // Not spawnSync: the agent answering the IPAM plugin's second ADD runs in this process.
+    r ??= await run(process.execPath, ['-e', code], env, conf)
     if (process.env.BUNDLE_CNI_VERBOSE) console.error(name, r.status, r.stdout, r.stderr)
     const loaded = JSON.parse(/^LOADED (.*)$/m.exec(r.stderr)?.[1] ?? '[]')
     if (loaded.some((f) => LAZY.test(f))) throw new Error(`bundle-cni: an embedded ${name} ADD loaded ${loaded.filter((f) => LAZY.test(f))}; it must stay behind import()`)
@@ -177,5 +195,20 @@ try {
   fs.rmSync(OUT, {recursive: true, force: true}) // the bins fall back to the tsc output rather than run this
   throw err
 } finally {
+  await agent?.stop()
   fs.rmSync(scratch, {recursive: true, force: true})
+}
+
+/** A child process with `env` and `input` on stdin, awaited without blocking this one's event loop. */
+function run(cmd, args, env, input) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, {env, stdio: ['pipe', 'pipe', 'pipe']})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (b) => (stdout += b))
+    child.stderr.on('data', (b) => (stderr += b))
+    child.on('error', (error) => resolve({error, status: null, stdout, stderr}))
+    child.on('close', (status) => resolve({status, stdout, stderr}))
+    child.stdin.end(input)
+  })
 }

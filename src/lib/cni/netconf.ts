@@ -7,7 +7,7 @@ import {validateSocketPath} from '../agent/protocol.js'
 import {ValidationError} from '../errors.js'
 import {goTimeString} from '../ipam/time.js'
 import type {DatastoreSettings, DatastoreType, Source} from '../store/settings.js'
-import {defaultDatastorePath} from '../store/sqlite.js'
+import {defaultDatastorePath} from '../store/default-path.js'
 import type {CniArgs} from './args.js'
 import {DEFAULT_CONFIG_VERSION} from './version.js'
 

@@ -40,7 +40,9 @@ export interface Pool {
 /** What a user may give; everything else is defaulted. */
 export type PoolInput = {name: string; labels?: Record<string, string>} & Partial<Omit<PoolSpec, 'cidr'>> & {cidr: string}
 
-const LINK_LOCAL = [parseCidr('169.254.0.0/16'), parseCidr('fe80::/10')]
+// Parsed on first use: module load is on every CNI plugin exec, and the agent path never validates a pool.
+let linkLocal: Cidr[] | undefined
+const LINK_LOCAL = (): Cidr[] => (linkLocal ??= [parseCidr('169.254.0.0/16'), parseCidr('fe80::/10')])
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
 
 /** Kubernetes resource name rules, shared by every v3 resource we store. */
@@ -66,8 +68,8 @@ export function normalizePool(input: PoolInput): {name: string; labels?: Record<
   } catch (err) {
     throw new ValidationError(`pool ${name}: ${(err as Error).message.replace('not strictly masked', 'IPPool CIDR is not strictly masked')}`)
   }
-  if (LINK_LOCAL.some((ll) => overlaps(ll, cidr))) {
-    throw new ValidationError(`pool ${name}: IPPool CIDR ${formatCidr(cidr)} overlaps with the link-local range ${formatCidr(LINK_LOCAL[cidr.family === 4 ? 0 : 1]!)}`)
+  if (LINK_LOCAL().some((ll) => overlaps(ll, cidr))) {
+    throw new ValidationError(`pool ${name}: IPPool CIDR ${formatCidr(cidr)} overlaps with the link-local range ${formatCidr(LINK_LOCAL()[cidr.family === 4 ? 0 : 1]!)}`)
   }
   const v4 = cidr.family === 4
   const blockSize = input.blockSize ?? defaultBlockSize(cidr)

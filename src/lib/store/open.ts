@@ -1,7 +1,6 @@
 // Opening the selected datastore. etcd3 (and gRPC with it) is imported only when etcd is selected: it
 // costs ~100 ms of start-up that the embedded path and the CNI plugin must not pay.
 import type {DatastoreSettings} from './settings.js'
-import {SqliteStore} from './sqlite.js'
 import type {Store} from './store.js'
 
 export async function openStore(s: DatastoreSettings): Promise<Store> {
@@ -17,5 +16,7 @@ export async function openStore(s: DatastoreSettings): Promise<Store> {
       timeoutMs: s.timeoutMs,
     })
   }
+  // Imported here too: an IPAM plugin answered by the per-node agent never opens a store.
+  const {SqliteStore} = await import('./sqlite.js')
   return SqliteStore.open(s.path, {busyTimeoutMs: s.timeoutMs})
 }

@@ -4,7 +4,7 @@ import fs from 'node:fs'
 import {loadYaml} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import {readTextFile} from '../files.js'
-import {defaultDatastorePath} from './sqlite.js'
+import {defaultDatastorePath} from './default-path.js'
 
 export type DatastoreType = 'embedded' | 'etcdv3'
 export type Source = 'flag' | 'env' | 'file' | 'default'

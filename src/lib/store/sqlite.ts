@@ -2,7 +2,6 @@
 // Every write is one IMMEDIATE transaction that checks its guards and bumps a single global revision,
 // which gives the same compare-and-swap semantics as etcd's Txn.
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import {DatastoreUnavailableError} from '../errors.js'
@@ -10,13 +9,6 @@ import {sqliteNativeBinding} from './sqlite-addon.js'
 import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
-
-/** `/var/lib/ipamctl/ipam.db` for root, else under $XDG_DATA_HOME (or ~/.local/share). */
-export function defaultDatastorePath(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? 0): string {
-  if (uid === 0) return '/var/lib/ipamctl/ipam.db'
-  const base = env.XDG_DATA_HOME || path.join(env.HOME || os.homedir(), '.local', 'share')
-  return path.join(base, 'ipamctl', 'ipam.db')
-}
 
 type Row = {key: string; value: string; mod_revision: bigint}
 

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { DatastoreUnavailableError } from '../../../src/lib/errors.ts';
-import { defaultDatastorePath, SqliteStore } from '../../../src/lib/store/sqlite.ts';
+import { defaultDatastorePath } from '../../../src/lib/store/default-path.ts';
+import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { guardFor } from '../../../src/lib/store/store.ts';
 import { storeContract } from './contract.ts';
 
