@@ -30,6 +30,11 @@ describe('bad input', {concurrency: true}, () => {
     test('unknown flag', rejects(['pool', 'create', 'x', '--cidr', '10.50.0.0/24', '--bogus'], 2, /^Error: Nonexistent flag: --bogus/));
   });
 
+  describe('unknown commands are bad input too', {concurrency: true}, () => {
+    test('unknown command', rejects(['frobnicate'], 2, /^Error: unknown command "frobnicate" \(see ipamctl --help\)\n$/));
+    test('mistyped subcommand: one line with a suggestion', rejects(['pool', 'lst'], 2, /^Error: unknown command "pool lst"; did you mean "pool list"\? \(see ipamctl --help\)\n$/));
+  });
+
   describe('pool create -f rejects a bad manifest and writes nothing', {concurrency: true}, () => {
     const manifest = async (text: string, status: number, message: RegExp | string) => {
       const sb = await base();
