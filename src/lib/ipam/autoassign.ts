@@ -8,6 +8,7 @@ import {type KeyValue, readMany} from '../store/store.js'
 import {type Attribute, type Block, decodeBlock, encodeBlock, garbageCollect, isEmpty, newBlock, takeOrdinals} from './block.js'
 import {blockWalk, startIndex, walkOrder} from './blockgen.js'
 import {blockFrom, configFrom, type Ctx, MAX_RETRIES_MESSAGE, poolsFrom, withRetry, WriteBatch} from './context.js'
+import {deselectedBlocks, releaseIfEmpty} from './consistent-affinity.js'
 import {decodeNode, ensureNode, validateHandleId, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {findPool, selectPools} from './pools-select.js'
@@ -157,6 +158,8 @@ export interface FamilySetup {
   readonly ahead: ReadonlyMap<string, KeyValue | undefined>
   /** The prefix of this host's affinities of the family, listed in full by that request. */
   readonly affinityPrefix: string
+  /** This host's blocks in enabled pools that no longer select it: released first, if empty. */
+  readonly deselected: Cidr[]
 }
 
 /** `handles`: more handles to read in the same request (a batch's other requests). */
@@ -184,7 +187,9 @@ export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family
   for (const [i, key] of [...handleKeys, ...guessed].entries()) ahead.set(key, extra[i])
   for (const kv of affinityKvs) ahead.set(kv.key, kv)
   const affinityPrefix = keys.hostAffinityPrefix(args.host, family)
-  return {cfg, nodeExists: node !== undefined, pools, affinityKeys: affinityKvs.map((kv) => kv.key), reserved, ahead, affinityPrefix}
+  const affinityKeys = affinityKvs.map((kv) => kv.key)
+  const deselected = node ? deselectedBlocks(affinityKeys, pools, allPools, node.labels) : []
+  return {cfg, nodeExists: node !== undefined, pools, affinityKeys, reserved, ahead, affinityPrefix, deselected}
 }
 
 /** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
@@ -202,6 +207,7 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   if (num === 0) return result
   const now = ctx.clock.now()
   const setup = await familySetup(ctx, args, family, requested)
+  await releaseIfEmpty(ctx, args.host, setup.deselected)
   const job = new FamilyJob(ctx, setup.cfg, args, family, setup.pools, result, setup.reserved)
   for (const [key, kv] of setup.ahead) job.ahead.set(key, kv)
   job.ahead.setListed(setup.affinityPrefix)

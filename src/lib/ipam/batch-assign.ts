@@ -10,6 +10,7 @@ import type {KeyValue} from '../store/store.js'
 import {type Affine, affineIn, assignedIps, type AutoAssignArgs, autoAssign, type FamilyResult, familySetup, type FamilySetup, ownerAttribute, validateRequest} from './autoassign.js'
 import {takeOrdinals} from './block.js'
 import {blockFrom, type Ctx, loadBlock, withRetry, WriteBatch} from './context.js'
+import {releaseIfEmpty} from './consistent-affinity.js'
 import {ensureNode} from './node.js'
 import {decodeAffinity} from './records.js'
 import {rememberBlocks} from './recent-blocks.js'
@@ -94,6 +95,7 @@ async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks):
     for (const it of group) it.error = err
     return
   }
+  await releaseIfEmpty(ctx, group[0]!.args.host, setup.deselected)
   let allocated = false
   // What the setup request read, usable by the first block attempt only: any write may change it.
   const ahead = new Map(setup.ahead)

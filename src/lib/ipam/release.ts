@@ -4,6 +4,7 @@ import {ConflictError, NotFoundError, ValidationError} from '../errors.js'
 import {type Cidr, containsCidr, containsIp, formatCidr, formatIp, type Ip, maskIp, parseCidr, parseIp} from '../net/cidr.js'
 import {keys, parseBlockKey} from '../store/keys.js'
 import {type Block, isCoolingDown, isEmpty, markReleased, ordinalOf, sanitizeHandle} from './block.js'
+import {affinityHost, type EmptiedBlock, ensureConsistentAffinity} from './consistent-affinity.js'
 import {type Ctx, listPools, loadBlock, loadConfig, withRetry, WriteBatch} from './context.js'
 import type {Pool} from './pool.js'
 import {ipStatus} from './query.js'
@@ -68,6 +69,7 @@ export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[], op
     entry.opts.push(o)
     byBlock.set(k, entry)
   }
+  const emptied: EmptiedBlock[] = []
   for (const {cidr, opts} of byBlock.values()) {
     // Each address may carry its own handle, and block + handles go in one transaction: keep a transaction
     // within etcd's default limit of 128 operations by releasing big batches in slices.
@@ -76,8 +78,10 @@ export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[], op
       const r = await withRetry(ctx, () => releaseInBlock(ctx, cfg.ipCooldownSeconds, cidr, slice))
       result.released.push(...r.released)
       result.unallocated.push(...r.unallocated)
+      if (r.emptied) emptied.push(r.emptied)
     }
   }
+  await ensureConsistentAffinity(ctx, emptied)
   return result
 }
 
@@ -86,7 +90,7 @@ async function releaseInBlock(
   cooldown: number,
   cidr: Cidr,
   opts: readonly (ReleaseOption & {parsed: Ip})[],
-): Promise<ReleaseResult> {
+): Promise<ReleaseResult & {emptied?: EmptiedBlock}> {
   const out: ReleaseResult = {released: [], unallocated: []}
   const loaded = await loadBlock(ctx, cidr, cooldown)
   if (!loaded) {
@@ -126,7 +130,13 @@ async function releaseInBlock(
   writeReleasedBlock(batch, block, loaded.kv)
   for (const [h, n] of perHandle) batch.countHandle(h, cidr, -n)
   await batch.commit()
-  return out
+  return {...out, emptied: emptiedBy(block)}
+}
+
+/** The block and its host when a release left it empty but still held (writeReleasedBlock kept it). */
+function emptiedBy(block: Block): EmptiedBlock | undefined {
+  const host = affinityHost(block.affinity)
+  return host !== undefined && isEmpty(block) ? {host, cidr: block.cidr} : undefined
 }
 
 /** An empty block nobody owns is deleted; anything else is kept (an affine empty block is reused). */
@@ -143,6 +153,7 @@ export async function releaseByHandle(ctx: Ctx, handleId: string): Promise<strin
   const first = await ctx.store.get(keys.handle(handle))
   if (!first) throw new NotFoundError(`handle ${handle} not found`)
   const released: string[] = []
+  const emptied: EmptiedBlock[] = []
   for (const cidrText of decodeHandle(first.value).keys()) {
     const cidr = parseHandleBlock(cidrText)
     const got = await withRetry(ctx, async () => {
@@ -153,9 +164,11 @@ export async function releaseByHandle(ctx: Ctx, handleId: string): Promise<strin
         const a = idx === null ? undefined : loaded.block.attributes?.[idx]
         if (a?.handle_id !== undefined && sanitizeHandle(a.handle_id) === handle) mine.push(o)
       })
+      let nowEmpty: EmptiedBlock | undefined
       if (loaded && mine.length > 0) {
         markReleased(loaded.block, mine, ctx.clock.now(), cfg.ipCooldownSeconds, {recordSeq: false})
         writeReleasedBlock(batch, loaded.block, loaded.kv)
+        nowEmpty = emptiedBy(loaded.block)
       } else {
         // Dropping the handle's entry is only right if the block still holds none of its addresses.
         batch.guard(keys.block(cidr), loaded?.kv)
@@ -163,10 +176,12 @@ export async function releaseByHandle(ctx: Ctx, handleId: string): Promise<strin
       // Drop the block from the handle whatever its recorded count was: nothing of the handle is left there.
       batch.countHandle(handle, cidr, Number.NEGATIVE_INFINITY)
       await batch.commit()
+      if (nowEmpty) emptied.push(nowEmpty)
       return mine.map((o) => formatIp(cidr.family, cidr.base + BigInt(o)))
     })
     released.push(...got)
   }
+  await ensureConsistentAffinity(ctx, emptied)
   return released
 }
 
