@@ -160,6 +160,8 @@ export interface FamilySetup {
   readonly affinityPrefix: string
   /** This host's blocks in enabled pools that no longer select it: released first, if empty. */
   readonly deselected: Cidr[]
+  /** The highest mod-revision among the listed affinities (0 if none): a claim is guarded on none newer. */
+  readonly affinityRevision: bigint
 }
 
 /** `handles`: more handles to read in the same request (a batch's other requests). */
@@ -189,8 +191,11 @@ export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family
   const affinityPrefix = keys.hostAffinityPrefix(args.host, family)
   const affinityKeys = affinityKvs.map((kv) => kv.key)
   const deselected = node ? deselectedBlocks(affinityKeys, pools, allPools, node.labels) : []
-  return {cfg, nodeExists: node !== undefined, pools, affinityKeys, reserved, ahead, affinityPrefix, deselected}
+  const affinityRevision = newest(affinityKvs)
+  return {cfg, nodeExists: node !== undefined, pools, affinityKeys, reserved, ahead, affinityPrefix, deselected, affinityRevision}
 }
+
+const newest = (kvs: readonly KeyValue[]): bigint => kvs.reduce((m, kv) => (kv.modRevision > m ? kv.modRevision : m), 0n)
 
 /** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
 export function affineIn(affinityKeys: readonly string[], pools: readonly Pool[]): Affine[] {
@@ -211,7 +216,7 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num:
   const job = new FamilyJob(ctx, setup.cfg, args, family, setup.pools, result, setup.reserved)
   for (const [key, kv] of setup.ahead) job.ahead.set(key, kv)
   job.ahead.setListed(setup.affinityPrefix)
-  await job.run(setup.affinityKeys)
+  await job.run(setup.affinityKeys, setup.affinityRevision)
   rememberBlocks(ctx.store, args.host, family, job.blocksRead)
   // The Node record is created on first use, but only once something was actually allocated for it.
   if (!setup.nodeExists && result.ips.length > 0) await ensureNode(ctx.store, args.host, now, {seenAbsent: true})
@@ -223,6 +228,7 @@ class FamilyJob {
   private readonly attr: Attribute
   private readonly tried = new Set<string>()
   private owned = 0
+  private affinityRevision = 0n
   readonly ahead = new ReadAhead()
   /** Blocks this job read or created, in order: the ones its host's next request will probably read. */
   readonly blocksRead: Cidr[] = []
@@ -248,13 +254,20 @@ class FamilyJob {
     this.result.ips.push(...assignedIps(block, ordinals))
   }
 
-  private async affine(listed?: string[]): Promise<Affine[]> {
-    return affineIn(listed ?? (await this.ctx.store.listKeys(keys.hostAffinityPrefix(this.args.host, this.family))), this.pools)
+  /** The host's affinities (as listed in the setup request, or listed now), counted against its block cap. */
+  private async affine(listed?: {keys: string[]; revision: bigint}): Promise<Affine[]> {
+    if (listed) {
+      this.affinityRevision = listed.revision
+      return affineIn(listed.keys, this.pools)
+    }
+    const kvs = await this.ctx.store.list(keys.hostAffinityPrefix(this.args.host, this.family))
+    this.affinityRevision = newest(kvs)
+    return affineIn(kvs.map((kv) => kv.key), this.pools)
   }
 
-  async run(affinityKeys: string[]): Promise<void> {
+  async run(affinityKeys: string[], affinityRevision: bigint): Promise<void> {
     const cap = blockCap(this.cfg, this.args.maxBlocksPerHost)
-    let affine = await this.affine(affinityKeys)
+    let affine = await this.affine({keys: affinityKeys, revision: affinityRevision})
     this.owned = affine.length
     let noFreeBlocks = false
     let blockLimit = false
@@ -389,6 +402,10 @@ class FamilyJob {
     batch.put(affKey, encodeAffinity('confirmed' satisfies AffinityState), affKv)
     if (ownerKey && ownerKv) batch.delete(ownerKey, ownerKv)
     batch.countHandle(this.args.handle, cidr, taken.length)
+    // The block cap was checked against the affinities listed at `affinityRevision`: if this host has claimed
+    // a block since (another process of the same node), this claim could go past the cap, so it loses the race
+    // and the host's affinities are counted again.
+    batch.guardPrefix(keys.hostAffinityPrefix(this.args.host, this.family), this.affinityRevision)
     try {
       await this.commit(batch)
     } catch (err) {

@@ -89,6 +89,12 @@ export class WriteBatch {
     return this
   }
 
+  /** Commit only if no key under `prefix` has been written after revision `notAfter`. */
+  guardPrefix(prefix: string, notAfter: bigint): this {
+    this.conditions.push({prefix, notAfter})
+    return this
+  }
+
   put(key: string, value: string, seen: KeyValue | undefined): this {
     this.guard(key, seen)
     this.ops.push({put: key, value})

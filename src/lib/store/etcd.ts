@@ -252,9 +252,12 @@ export class EtcdStore implements Store {
     const r = await this.call('txn', () =>
       this.client.kv.txn({
         compare: conditions.map((c) =>
-          'absent' in c
-            ? {key: Buffer.from(c.key), target: 'Version' as const, result: 'Equal' as const, version: 0}
-            : {key: Buffer.from(c.key), target: 'Mod' as const, result: 'Equal' as const, mod_revision: c.modRevision.toString()},
+          'prefix' in c
+            ? // A range compare (etcd >= 3.3): every key in the range, none for an empty one, must satisfy it.
+              {key: Buffer.from(c.prefix), range_end: prefixRangeEnd(Buffer.from(c.prefix)), target: 'Mod' as const, result: 'Less' as const, mod_revision: (c.notAfter + 1n).toString()}
+            : 'absent' in c
+              ? {key: Buffer.from(c.key), target: 'Version' as const, result: 'Equal' as const, version: 0}
+              : {key: Buffer.from(c.key), target: 'Mod' as const, result: 'Equal' as const, mod_revision: c.modRevision.toString()},
         ),
         success: ops.map((op) =>
           'put' in op ? {request_put: {key: Buffer.from(op.put), value: Buffer.from(op.value)}} : {request_delete_range: {key: Buffer.from(op.delete)}},

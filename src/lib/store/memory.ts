@@ -25,8 +25,12 @@ export class MemoryStore implements Store {
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
     for (const c of conditions) {
-      const seen = this.data.get(c.key)
-      const ok = 'absent' in c ? seen === undefined : seen?.modRevision === c.modRevision
+      let ok: boolean
+      if ('prefix' in c) ok = [...this.data.values()].every((kv) => !kv.key.startsWith(c.prefix) || kv.modRevision <= c.notAfter)
+      else {
+        const seen = this.data.get(c.key)
+        ok = 'absent' in c ? seen === undefined : seen?.modRevision === c.modRevision
+      }
       if (!ok) return {succeeded: false, revision: this.rev}
     }
     if (ops.length === 0) return {succeeded: true, revision: this.rev}

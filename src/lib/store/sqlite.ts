@@ -29,8 +29,12 @@ export class SqliteStore implements Store {
     const body = db.transaction((conditions: readonly Condition[], ops: readonly WriteOp[]): TxnResult => {
       const now = st.current.get() as bigint
       for (const c of conditions) {
-        const seen = st.rev.get(c.key) as bigint | undefined
-        const ok = 'absent' in c ? seen === undefined : seen === c.modRevision
+        let ok: boolean
+        if ('prefix' in c) ok = !writtenAfter(st, c.prefix, c.notAfter)
+        else {
+          const seen = st.rev.get(c.key) as bigint | undefined
+          ok = 'absent' in c ? seen === undefined : seen === c.modRevision
+        }
         if (!ok) return {succeeded: false, revision: now}
       }
       if (ops.length === 0) return {succeeded: true, revision: now}
@@ -205,6 +209,15 @@ function prepareStatements(db: Database.Database) {
     del: db.prepare('DELETE FROM kv WHERE key = ?'),
     bump: db.prepare("UPDATE meta SET value = ? WHERE name = 'revision'"),
   }
+}
+
+/** Whether a key under `prefix` has a mod-revision above `rev` (keys scanned in order from the prefix on). */
+function writtenAfter(st: ReturnType<typeof prepareStatements>, prefix: string, rev: bigint): boolean {
+  for (const r of st.scanKeyRevisions.iterate(prefix) as Iterable<{key: string; mod_revision: bigint}>) {
+    if (!r.key.startsWith(prefix)) return false
+    if (r.mod_revision > rev) return true
+  }
+  return false
 }
 
 function toKv(r: Row): KeyValue {

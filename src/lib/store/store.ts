@@ -9,8 +9,14 @@ export interface KeyValue {
   readonly modRevision: bigint
 }
 
-/** A guard on one key: it must be absent, or its mod-revision must equal `modRevision`. */
-export type Condition = {readonly key: string; readonly absent: true} | {readonly key: string; readonly modRevision: bigint}
+/**
+ * A guard on one key: it must be absent, or its mod-revision must equal `modRevision`. Or on a prefix: no key
+ * under `prefix` may have been written (created or updated) after revision `notAfter`; deletions are not seen.
+ */
+export type Condition =
+  | {readonly key: string; readonly absent: true}
+  | {readonly key: string; readonly modRevision: bigint}
+  | {readonly prefix: string; readonly notAfter: bigint}
 
 export type WriteOp = {readonly put: string; readonly value: string} | {readonly delete: string}
 

@@ -87,4 +87,21 @@ describe('etcd concurrency (integration)', {skip: etcdSkipReason}, () => {
       await store.close()
     }
   })
+
+  test('8 processes fill ONE host up to its block cap (strict affinity, 2 blocks of /26): 128 addresses, never a third block', {timeout: 180_000}, async () => {
+    await etcd.wipe()
+    const store = await open()
+    try {
+      const ctx = makeCtx(store)
+      await createPools(ctx, [{name: 'conc', cidr: '10.80.0.0/16', blockSize: 26}])
+      await updateConfig(ctx, {strictAffinity: true, maxBlocksPerHost: 2})
+      // Exactly the capacity of two blocks: every request succeeds only if no process claimed past the cap.
+      const all = (await Promise.all(Array.from({length: 8}, (_, i) => runWorker(etcd.server.endpoint, 'capped', 16, `c${i}`)))).flat()
+      assert.equal(new Set(all).size, 128)
+      await assertInvariants(store)
+      assert.equal((await store.listKeys('/calico/ipam/v2/host/capped/ipv4/block/')).length, 2)
+    } finally {
+      await store.close()
+    }
+  })
 })

@@ -134,6 +134,29 @@ export function storeContract(name: string, open: () => Promise<Store>, cleanup?
       assert.equal((await s.get('/a'))!.value, 'a');
     });
 
+    it('a prefix guard: fails once a key under the prefix is created or updated after the revision; deletions and other keys do not count', async (s) => {
+      const prefix = '/calico/ipam/v2/host/h1/ipv4/block/';
+      const guard = (notAfter: bigint) => [{ prefix, notAfter }];
+      // Empty prefix: holds for any revision.
+      assert.equal((await s.txn(guard(0n), [put('/x', '1')])).succeeded, true);
+      const r1 = await write(s, put(`${prefix}10.0.0.0-26`, 'a'));
+      assert.equal((await s.txn(guard(r1 - 1n), [put('/x', '2')])).succeeded, false, 'a key written after the revision');
+      assert.equal((await s.get('/x'))!.value, '1', 'a failed prefix guard writes nothing');
+      assert.equal((await s.txn(guard(r1), [put('/x', '3')])).succeeded, true);
+      // Neighbours of the prefix (another host, a longer host name, the prefix without its slash) are not under it.
+      const r2 = await write(s, put('/calico/ipam/v2/host/h1/ipv4/block', 'n'), put('/calico/ipam/v2/host/h10/ipv4/block/10.0.1.0-26', 'n'), put('/calico/ipam/v2/host/h2/ipv4/block/10.0.2.0-26', 'n'));
+      assert.equal((await s.txn(guard(r1), [put('/x', '4')])).succeeded, true);
+      // An update of a key under it counts; its deletion does not.
+      const r3 = await write(s, put(`${prefix}10.0.0.0-26`, 'b'));
+      assert.equal((await s.txn(guard(r2), [put('/x', '5')])).succeeded, false);
+      await write(s, del(`${prefix}10.0.0.0-26`));
+      assert.equal((await s.txn(guard(r1), [put('/x', '6')])).succeeded, true);
+      // Combined with key guards: all must hold.
+      const x = (await s.get('/x'))!;
+      assert.equal((await s.txn([...guard(r3), { key: '/x', modRevision: x.modRevision }], [put('/x', '7')])).succeeded, true);
+      assert.equal((await s.txn([...guard(r3), { key: '/x', modRevision: x.modRevision }], [put('/x', '8')])).succeeded, false);
+    });
+
     it('a failed txn changes nothing (values, mod-revisions, revision)', async (s) => {
       await write(s, put('/a', 'a'), put('/b', 'b'));
       const ra = (await s.get('/a'))!;
