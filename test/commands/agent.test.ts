@@ -11,6 +11,7 @@ import { makeCtx } from '../../src/lib/ipam/context.ts';
 import { ipsByHandle, listBlocks } from '../../src/lib/ipam/query.ts';
 import { keys } from '../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../src/lib/store/sqlite.ts';
+import { datastoreId } from '../../src/lib/agent/protocol.ts';
 import { type AgentProc, addEnv, ipamPluginProc, parseMetrics, resultIp, startAgentProc } from '../support/agent.ts';
 import { assertCleanError, ensureBuilt, type Sandbox, sandbox } from './helpers.ts';
 
@@ -141,6 +142,19 @@ describe('ipamctl agent on an embedded store', () => {
     assert.equal(array.status, 400);
     const other = await raw(socket, post('assign', JSON.stringify({ node: 'node-z', datastore: 'x', handle: 'h', num4: 1, num6: 0 })));
     assert.deepEqual([other.status, (other.body as { error: { direct: boolean } }).error.direct], [421, true]);
+    // The main plugin's WorkloadEndpoint operations: records are checked before they become keys.
+    const ds = datastoreId({ type: 'embedded', path: sb.db, etcdEndpoints: [] });
+    const wep = (namespace: string, node = NODE) => JSON.stringify({ metadata: { name: 'w', namespace }, spec: { node, containerID: 'c' } });
+    const put = (endpoint: string) => raw(socket, post('endpoint-put', JSON.stringify({ node: NODE, datastore: ds, endpoint })));
+    const slash = await put(wep('team/../x'));
+    assert.deepEqual([slash.status, (slash.body as { error: { message: string } }).error.message], [400, 'agent request: "endpoint" needs a metadata.namespace and metadata.name without "/"']);
+    assert.equal((await put('{"metadata":')).status, 400);
+    const elsewhere = await put(wep('team', 'node-z'));
+    assert.deepEqual([elsewhere.status, (elsewhere.body as { error: { direct: boolean } }).error.direct], [421, true]);
+    const take = (name: string) => raw(socket, post('endpoint-take', JSON.stringify({ node: NODE, datastore: ds, namespace: 'team', name, containerID: 'c' })));
+    assert.equal((await take('../w')).status, 400);
+    assert.deepEqual(await take('nobody'), { status: 200, body: { endpoint: null, stale: false } });
+    assert.equal((await inspect(sb.db, async (ctx) => ctx.store.listKeys('/calico/resources/v3/projectcalico.org/workloadendpoints/'))).length, 0, 'nothing written');
     const r = await ipamPluginProc(addEnv('after-garbage'), netconf(sb, socket));
     assert.equal(r.code, 0, r.stdout + r.stderr);
     added.set('after-garbage', resultIp(r.stdout));

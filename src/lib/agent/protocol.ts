@@ -7,6 +7,9 @@
 //        → 200 {result: <CNI result>, log: [..]}
 //   POST /v1/release    {node, datastore, handles?: [..], ips?: [..]}
 //        → 200 {released: [..], missing: [..], log: [..]}
+//   POST /v1/endpoint-put   {node, datastore, endpoint: <WorkloadEndpoint record as stored>}  → 200 {}
+//   POST /v1/endpoint-take  {node, datastore, namespace, name, containerID}
+//        → 200 {endpoint: <record> | null, stale}   (the main plugin's WorkloadEndpoint, written / removed)
 //   GET  /v1/status     → 200 {node, datastore, pid, version, startedAt, uptimeSeconds, queued, counters}
 //   GET  /metrics       → Prometheus text (the same registry as --metrics-address)
 //   errors              → 4xx/5xx {error: {type, message, code?, details?, direct?}}
@@ -26,7 +29,7 @@ export const MAX_BODY_BYTES = 1024 * 1024
 /** sun_path is 108 bytes including the terminating NUL. */
 export const MAX_SOCKET_PATH_BYTES = 107
 
-export type AgentOp = 'assign' | 'assign-ip' | 'release'
+export type AgentOp = 'assign' | 'assign-ip' | 'release' | 'endpoint-put' | 'endpoint-take'
 
 export interface Target {
   /** The node the agent serves; a request for another node is answered with `direct`. */
@@ -61,6 +64,22 @@ export interface ReleaseReply {
   /** Handles that did not exist (not an error: DEL is idempotent). */
   missing: string[]
   log: string[]
+}
+
+export interface EndpointPutRequest extends Target {
+  /** The record's JSON, as the datastore holds it. */
+  endpoint: string
+}
+
+export interface EndpointTakeRequest extends Target {
+  namespace: string
+  name: string
+  containerID: string
+}
+
+export interface EndpointTakeReply {
+  endpoint: string | null
+  stale: boolean
 }
 
 export interface ErrorBody {
@@ -142,6 +161,30 @@ export function parseRelease(body: unknown): ReleaseRequest {
   const r = {...target(o), handles: field(o, 'handles', isStrList, 'a list of strings', []), ips: field(o, 'ips', isStrList, 'a list of strings', [])}
   if (r.handles.length + r.ips.length === 0) throw new ValidationError('agent request: nothing to release: give "handles" or "ips"')
   return r
+}
+
+/** A record is a few hundred bytes; this leaves room for many addresses and long names. */
+const MAX_ENDPOINT_BYTES = 64 * 1024
+// Namespace and name become key segments: no "/" (another key), no control characters.
+// eslint-disable-next-line no-control-regex
+const isSegment = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 253 && !/[/\u0000-\u001f\u007f]/.test(v)
+
+export function parseEndpointPut(body: unknown): EndpointPutRequest {
+  const o = asObject(body)
+  const endpoint = field(o, 'endpoint', isNonEmptyStr, 'a non-empty string')
+  if (endpoint.length > MAX_ENDPOINT_BYTES) throw new ValidationError(`agent request: "endpoint" is over ${MAX_ENDPOINT_BYTES} bytes`)
+  return {...target(o), endpoint}
+}
+
+export function parseEndpointTake(body: unknown): EndpointTakeRequest {
+  const o = asObject(body)
+  const segment = 'a name of 1-253 characters without "/" or control characters'
+  return {
+    ...target(o),
+    namespace: field(o, 'namespace', isSegment, segment),
+    name: field(o, 'name', isSegment, segment),
+    containerID: field(o, 'containerID', isStr, 'a string'),
+  }
 }
 
 // ---------------------------------------------------------------------------------------------- errors

@@ -7,9 +7,24 @@ import {assignIp} from '../ipam/assign-ip.js'
 import type {Ctx} from '../ipam/context.js'
 import {releaseIps} from '../ipam/release.js'
 import {addAddresses, type Allocator, releaseHandles} from '../cni/ipam-plugin.js'
+import {putEndpoint, takeEndpoint} from '../cni/endpoint-record.js'
+import {encodeWorkloadEndpoint, decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
+import {ValidationError} from '../errors.js'
 import type {Batcher} from './batcher.js'
 import type {AgentMetrics} from './metrics.js'
-import {type ErrorBody, errorReply, MAX_BODY_BYTES, parseAssign, parseAssignIp, parseRelease, type ReleaseReply, type Target} from './protocol.js'
+import {
+  type EndpointTakeReply,
+  type ErrorBody,
+  errorReply,
+  MAX_BODY_BYTES,
+  parseAssign,
+  parseAssignIp,
+  parseEndpointPut,
+  parseEndpointTake,
+  parseRelease,
+  type ReleaseReply,
+  type Target,
+} from './protocol.js'
 
 export interface AgentCore {
   readonly ctx: Ctx
@@ -86,6 +101,22 @@ function drained(req: http.IncomingMessage): Promise<void> {
   })
 }
 
+/** The record a plugin sent, checked before it becomes a key and a value: well-formed, this node's, safe names. */
+function endpointFrom(core: AgentCore, text: string): WorkloadEndpoint {
+  let wep: WorkloadEndpoint
+  try {
+    wep = decodeWorkloadEndpoint(text)
+  } catch (err) {
+    throw new ValidationError(`agent request: "endpoint" is not JSON: ${(err as Error).message}`)
+  }
+  // eslint-disable-next-line no-control-regex
+  const segment = (s: string) => s.length > 0 && s.length <= 253 && !/[/\u0000-\u001f\u007f]/.test(s)
+  if (!segment(wep.namespace) || !segment(wep.name)) throw new ValidationError('agent request: "endpoint" needs a metadata.namespace and metadata.name without "/"')
+  if (Object.values(wep.labels).some((v) => typeof v !== 'string')) throw new ValidationError('agent request: "endpoint" labels must be strings')
+  if (wep.node !== core.node) throw new HttpError(421, {type: 'Misdirected', message: `this agent serves node ${core.node}, not ${wep.node}`, direct: true})
+  return wep
+}
+
 /** A request for another node or datastore is not ours: the caller goes to the datastore itself. */
 function checkTarget(core: AgentCore, t: Target): void {
   if (t.node !== core.node) throw new HttpError(421, {type: 'Misdirected', message: `this agent serves node ${core.node}, not ${t.node}`, direct: true})
@@ -108,7 +139,7 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       send(res, 200, await metrics.render(), metrics.contentType)
       return undefined
     }
-    const ops: Record<string, true> = {'/v1/assign': true, '/v1/assign-ip': true, '/v1/release': true}
+    const ops: Record<string, true> = {'/v1/assign': true, '/v1/assign-ip': true, '/v1/release': true, '/v1/endpoint-put': true, '/v1/endpoint-take': true}
     if (!ops[url!]) throw new HttpError(url === '/v1/status' || url === '/metrics' ? 405 : 404, {type: 'ValidationError', message: `unknown operation ${req.method} ${url}`})
     if (req.method !== 'POST') throw new HttpError(405, {type: 'ValidationError', message: `${url} takes POST`})
     const body = await readBody(req)
@@ -135,6 +166,19 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       checkTarget(core, r)
       const result = await addAddresses(ctx, {...r, num4: 0, num6: 0, ipv4Pools: [], ipv6Pools: [], maxBlocksPerHost: 0}, alloc, (l) => log.push(l))
       return {result, log}
+    }
+    // The main plugin's WorkloadEndpoint: guarded writes of their own key, so no need to queue behind IPAM.
+    if (url === '/v1/endpoint-put') {
+      const r = parseEndpointPut(body)
+      checkTarget(core, r)
+      await putEndpoint(ctx.store, endpointFrom(core, r.endpoint))
+      return {}
+    }
+    if (url === '/v1/endpoint-take') {
+      const r = parseEndpointTake(body)
+      checkTarget(core, r)
+      const t = await takeEndpoint(ctx.store, r.namespace, r.name, r.containerID)
+      return {endpoint: t.wep ? encodeWorkloadEndpoint(t.wep) : null, stale: t.stale} satisfies EndpointTakeReply
     }
     const r = parseRelease(body)
     checkTarget(core, r)

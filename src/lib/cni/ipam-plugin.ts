@@ -385,15 +385,15 @@ export function ipamRequest(a: CmdArgs, deps: IpamPluginDeps = {}): IpamRequest 
 }
 
 /** The agent's socket for this netconf when there is one to ask: a stat, no connect. */
-function agentSocketFor(conf: NetConf): string | undefined {
+export function agentSocketFor(conf: NetConf): string | undefined {
   const file = conf.ipamctlAgentSocket ?? DEFAULT_AGENT_SOCKET
   return file !== '' && agentSocketPresent(file) ? file : undefined
 }
 
-type AgentAnswer = {body: Record<string, unknown>} | {direct: 'unreachable' | 'unknown'}
+export type AgentAnswer = {body: Record<string, unknown>} | {direct: 'unreachable' | 'unknown'}
 
 /** What the agent's reply means for the plugin; an IPAM error it answered with is thrown as the direct path would. */
-function agentAnswer(socket: string, o: AgentOutcome, log: (line: string) => void): AgentAnswer {
+export function agentAnswer(socket: string, o: AgentOutcome, log: (line: string) => void): AgentAnswer {
   if (o.kind !== 'answered') {
     log(`ipamctl agent at ${socket}: ${o.reason}; using the datastore directly`)
     return {direct: o.kind}
@@ -409,7 +409,7 @@ function agentAnswer(socket: string, o: AgentOutcome, log: (line: string) => voi
 }
 
 /** ADD through the agent: the result, or how to go on directly. */
-async function addViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings, now: Date): Promise<CniResult | 'unreachable' | 'unknown'> {
+export async function addViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings, now: Date): Promise<CniResult | 'unreachable' | 'unknown'> {
   const {ip, ...auto} = addPlan(req, now)
   const target = {node: auto.node, datastore: datastoreId(settings)}
   const o =
@@ -424,6 +424,16 @@ async function addViaAgent(socket: string, req: IpamRequest, settings: Datastore
     return 'unknown'
   }
   return result
+}
+
+/**
+ * DEL through the agent: true when it answered. DEL is idempotent, so whatever became of an unanswered
+ * request, releasing directly is right.
+ */
+export async function delViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings): Promise<boolean> {
+  const target = {node: req.ids.node, datastore: datastoreId(settings)}
+  const o = await agentCall(socket, 'release', {...target, handles: [req.ids.handleId, req.ids.workloadId]})
+  return 'body' in agentAnswer(socket, o, req.log)
 }
 
 export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
@@ -452,12 +462,7 @@ export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
       const req = ipamRequest(a, deps)
       const settings = await datastoreSettingsFor(req.conf, a.getenv)
       const socket = agentSocketFor(req.conf)
-      if (socket !== undefined) {
-        const target = {node: req.ids.node, datastore: datastoreId(settings)}
-        const o = await agentCall(socket, 'release', {...target, handles: [req.ids.handleId, req.ids.workloadId]})
-        // DEL is idempotent: whatever became of an unanswered request, releasing directly is right.
-        if ('body' in agentAnswer(socket, o, req.log)) return
-      }
+      if (socket !== undefined && (await delViaAgent(socket, req, settings))) return
       await withCtx(a, req.conf, (ctx) => ipamDel(ctx, req), settings)
     },
     async check(a) {

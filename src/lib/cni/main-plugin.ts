@@ -1,6 +1,7 @@
 // The main plugin (`ipamctl-cni`, a drop-in for `calico`): IPAM, then pod wiring, then the
 // WorkloadEndpoint record. ipamctl's own IPAM runs in this process on the same datastore connection
-// (no second Node start); any other IPAM type is exec'd per the spec. A failure after IPAM undoes
+// (no second Node start), or, with a per-node agent answering, IPAM and the record go through the agent
+// (main-datastore.ts); any other IPAM type is exec'd per the spec. A failure after IPAM undoes
 // everything that was done, so a failed ADD leaves no address, link or record behind.
 import fs from 'node:fs'
 import path from 'node:path'
@@ -13,14 +14,14 @@ import {openStore as defaultOpenStore} from '../store/open.js'
 import type {Store} from '../store/store.js'
 import {
   decodeWorkloadEndpoint,
-  encodeWorkloadEndpoint,
   endpointKey,
   newWorkloadEndpoint,
 } from '../workload/endpoint.js'
 import {parseCniArgs, withIgnoreUnknown} from './args.js'
 import {execDelegate} from './delegate.js'
 import {CNI_ERR, CniError} from './errors.js'
-import {ipamAdd, ipamCheck, ipamDel, ipamPlugin, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
+import {agentSocketFor, ipamCheck, ipamPlugin, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
+import {MainDatastore} from './main-datastore.js'
 import {DEFAULT_MTU_FILE, datastoreSettingsFor, validateMainPluginConf, wepName, type NetConf} from './netconf.js'
 import type {CmdArgs, PluginFuncs} from './skel.js'
 
@@ -77,6 +78,17 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       await store.close()
     }
   }
+  // ADD and DEL: through the node's agent when it answers and the IPAM is ours (see main-datastore.ts).
+  const withDatastore = async <T>(a: CmdArgs, req: IpamRequest, fn: (ds: MainDatastore) => Promise<T>): Promise<T> => {
+    const settings = await datastoreSettingsFor(req.conf, a.getenv)
+    const socket = ownIpam(req.conf.ipam.type, invokedAs) ? agentSocketFor(req.conf) : undefined
+    const ds = new MainDatastore(req, settings, socket, open, deps.clock ?? systemClock)
+    try {
+      return await fn(ds)
+    } finally {
+      await ds.close()
+    }
+  }
   // The calico plugin always lets IPAM ignore CNI_ARGS keys it does not know.
   const request = (a: CmdArgs) => ipamRequest({...a, args: withIgnoreUnknown(a.args)}, deps)
   // Fix: the plugin itself reads CNI_ARGS strictly, as upstream's GetIdentifiers does (types.LoadArgs into
@@ -91,8 +103,8 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
     const args = withIgnoreUnknown(a.args)
     return {...a, args, getenv: (n) => (n === 'CNI_ARGS' ? args : a.getenv(n))}
   }
-  const ipamDelFor = async (a: CmdArgs, ctx: Ctx, req: IpamRequest) => {
-    if (ownIpam(req.conf.ipam.type, invokedAs)) await ipamDel(ctx, req)
+  const ipamDelFor = async (a: CmdArgs, ds: MainDatastore, req: IpamRequest) => {
+    if (ownIpam(req.conf.ipam.type, invokedAs)) await ds.ipamDel()
     else await execDelegate(forDelegate(a), req.conf.ipam.type, 'DEL')
   }
 
@@ -107,12 +119,12 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       // ADD for a wired pod would release the addresses it uses. wirePod reuses (and closes) what this opened.
       const side = await openPodSide(a.netns, a.ifName)
       try {
-        return await withStore(a, req.conf, async (ctx, store) => {
-          const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ipamAdd(ctx, req) : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
+        return await withDatastore(a, req, async (ds) => {
+          const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ds.ipamAdd() : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
           const addresses = ipam.ips.map((i) => i.address)
           const wreq = wireRequest(a, req, addresses, mtu)
           let wired = false
-          let wepWritten: string | undefined
+          let wepWritten = false
           try {
             if (addresses.length === 0) throw new CniError(CNI_ERR.internal, `IPAM plugin ${req.conf.ipam.type} returned no addresses`)
             const w = await wirePod(wreq, side)
@@ -133,13 +145,10 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
                 mac: w.podMac,
                 netns: a.netns,
               },
-              ctx.clock.now(),
+              (deps.clock ?? systemClock).now(),
             )
-            const key = endpointKey(wep.namespace, wep.name)
-            const seen = await store.get(key)
-            const r = await store.txn([seen ? {key, modRevision: seen.modRevision} : {key, absent: true}], [{put: key, value: encodeWorkloadEndpoint(wep)}])
-            if (!r.succeeded) throw new CniError(CNI_ERR.tryAgainLater, `WorkloadEndpoint ${wep.namespace}/${wep.name} changed while it was being written`)
-            wepWritten = key
+            await ds.putEndpoint(wep)
+            wepWritten = true
             const result: CniResult = {
               interfaces: [
                 {name: w.hostIfName, mac: w.hostMac},
@@ -153,11 +162,11 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
           } catch (err) {
             // Undo in reverse order; report the original error, not a cleanup problem.
             const cleanup: Promise<unknown>[] = []
-            if (wepWritten) cleanup.push(store.txn([], [{delete: wepWritten}]))
+            if (wepWritten) cleanup.push(ds.takeEndpoint(req.ids.namespace, wepName(req.ids), req.ids.containerId))
             if (wired) cleanup.push(unwirePod({netns: a.netns, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6}))
             for (const r of await Promise.allSettled(cleanup)) if (r.status === 'rejected') a.log(`cleanup after failed ADD: ${(r.reason as Error).message}`)
             try {
-              await ipamDelFor(a, ctx, req)
+              await ipamDelFor(a, ds, req)
             } catch (e) {
               a.log(`releasing addresses after failed ADD: ${(e as Error).message}`)
             }
@@ -171,21 +180,17 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
 
     async del(a) {
       const req = request(a)
-      await withStore(a, req.conf, async (ctx, store) => {
+      await withDatastore(a, req, async (ds) => {
         const ids = req.ids
-        const key = endpointKey(ids.namespace, wepName(ids))
-        const seen = await store.get(key)
-        const wep = seen && decodeWorkloadEndpoint(seen.value)
         // A WEP of another container means this DEL is for a stale sandbox: leave the live pod's record and
         // host veth (same name) alone, but still release this attachment's addresses.
-        const stale = wep !== undefined && wep.containerID !== '' && wep.containerID !== ids.containerId
-        if (seen && !stale) await store.txn([{key, modRevision: seen.modRevision}], [{delete: key}])
+        const {wep, stale} = await ds.takeEndpoint(ids.namespace, wepName(ids), ids.containerId)
         if (!stale) {
           const ips = wep?.ipNetworks ?? []
           const wreq = wireRequest(a, req, ips, 0)
           await unwirePod({netns: a.netns || undefined, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6})
         }
-        await ipamDelFor(a, ctx, req)
+        await ipamDelFor(a, ds, req)
       })
     },
 

@@ -19,11 +19,13 @@ import { utilization } from '../../../src/lib/ipam/query.ts';
 import { keys } from '../../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
+import { startAgentProc } from '../../support/agent.ts';
 import { ip, ipJson, listenInNetns, netnsSkipReason, tcpExchange, tryIp } from '../../support/netns.ts';
 
 const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs');
 const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
 const CNITOOL = path.join(ROOT, '.cache', 'cni-tools', 'bin', 'cnitool');
+const TRACE = path.join(ROOT, 'test', 'lib', 'cni', 'fixtures', 'trace-modules.mjs');
 const HOST_LOCAL_DIR = '/usr/lib/cni';
 const NET = 'k8s-pod-network';
 const NODE = 'node-1';
@@ -441,6 +443,36 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     dels.forEach((d, i) => quiet(d, `DEL ${i}`));
     for (const [i, p] of many.entries()) await assertGone(undefined, p, [addrs[i]]);
     await assertNothingAllocated(sb.db, 'after 20 DELs');
+  });
+
+  it('through the per-node agent: the same wiring and records, with no datastore opened by the plugin; without the agent, the same directly', async (t) => {
+    const sb = await sandbox();
+    const socket = path.join(sb.dir, 'agent.sock');
+    const agent = await startAgentProc(['--node', NODE, '--socket', socket, '--metrics-address', ''], { IPAMCTL_DATASTORE_PATH: sb.db });
+    t.after(() => agent.proc.kill('SIGKILL'));
+    const conf = sb.conf({ extra: { ipamctl_agent_socket: socket } });
+    const pod = newPod(t);
+    const trace = path.join(sb.dir, 'trace.txt');
+    const add = await cni(pod, 'ADD', conf, { NODE_OPTIONS: `--import ${TRACE}`, IPAMCTL_TRACE_MODULES: trace });
+    const { v4 } = await assertWired(sb, pod, ok(add), { version: '1.0.0' });
+    assert.equal(add.stderr, '', 'answered by the agent: no fallback');
+    const modules = fs.readFileSync(trace, 'utf8').split('\n');
+    assert.ok(modules.some((m) => m.endsWith('/unix-exchange/index.js')), 'the plugin talked to the agent');
+    // The WorkloadEndpoint that assertWired found was written by the agent: the plugin never loaded SQLite.
+    assert.deepEqual(modules.filter((m) => /better_sqlite3\.node$/.test(m)), []);
+    const del = await cni(pod, 'DEL', conf);
+    quiet(del, 'DEL through the agent');
+    assert.equal(del.stderr, '');
+    await assertGone(sb, pod, [v4]);
+
+    agent.proc.kill('SIGTERM');
+    assert.equal(await agent.exited, 0);
+    const pod2 = newPod(t);
+    const add2 = await cni(pod2, 'ADD', conf);
+    const direct = await assertWired(sb, pod2, ok(add2), { version: '1.0.0' });
+    assert.match(add2.stderr, /using the datastore directly|^$/);
+    quiet(await cni(pod2, 'DEL', conf), 'DEL without the agent');
+    await assertGone(sb, pod2, [direct.v4]);
   });
 
   describe('errors: CNI error on stdout, exit 1, nothing allocated, no host veth', () => {
