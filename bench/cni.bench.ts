@@ -276,6 +276,8 @@ let etcd: {stop(): Promise<void>; version: string} | undefined
     }
     const conf = ipamctlConf('ipamctl-ipam', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint})
     const agentConf = ipamctlConf('ipamctl-ipam', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint, ipamctl_agent_socket: agentSocket})
+    const cniConf = ipamctlConf('ipamctl-cni', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint})
+    const cniAgentConf = ipamctlConf('ipamctl-cni', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint, ipamctl_agent_socket: agentSocket})
     rows.push(
       ...addDel(
         '`ipamctl-ipam` on etcd v3 through the agent',
@@ -288,6 +290,20 @@ let etcd: {stop(): Promise<void>; version: string} | undefined
         (i) => added('ipamctl-ipam etcd ADD', run(NODE, [IPAM_BIN], cniEnv('ADD', `etcd-${i}`, '/var/run/netns/unused'), conf), '10.194.'),
         (i) => run(NODE, [IPAM_BIN], cniEnv('DEL', `etcd-${i}`, ''), conf),
         undefined,
+      ),
+      // The main plugin on etcd: IPAM and the WorkloadEndpoint through the agent, or both on etcd itself.
+      ...[
+        ['`ipamctl-cni` full wiring on etcd v3 through the agent', 'cag', cniAgentConf],
+        ['`ipamctl-cni` full wiring on etcd v3', 'cet', cniConf],
+      ].flatMap(([label, tag, c]) =>
+        addDel(
+          label!,
+          (i) => added(`${label} ADD`, run(NODE, [CNI_BIN], cniEnv('ADD', `${tag}-${i}`, `/var/run/netns/${nsName(tag!, i)}`), c!), '10.194.'),
+          (i) => run(NODE, [CNI_BIN], cniEnv('DEL', `${tag}-${i}`, `/var/run/netns/${nsName(tag!, i)}`), c!),
+          undefined,
+          (i) => nsAdd(nsName(tag!, i)),
+          (i) => nsDel(nsName(tag!, i)),
+        ),
       ),
     )
   }
