@@ -84,6 +84,9 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
     const socket = ownIpam(req.conf.ipam.type, invokedAs) ? agentSocketFor(req.conf) : undefined
     const ds = new MainDatastore(req, settings, socket, open, deps.clock ?? systemClock)
     try {
+      // Without an agent, open the datastore before anything else: if it is unusable, a delegated IPAM must
+      // not have allocated yet.
+      if (socket === undefined) await ds.ctx()
       return await fn(ds)
     } finally {
       await ds.close()
