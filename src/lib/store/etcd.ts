@@ -112,7 +112,7 @@ export class EtcdStore implements Store {
   }
 
   /** Bound a request by the timeout and turn every failure into one actionable line. */
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  private async call<T>(what: string, fn: () => Promise<T>, size?: {writes: number; guards: number}): Promise<T> {
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${this.opts.timeoutMs / 1000} s`)), this.opts.timeoutMs)
@@ -122,6 +122,10 @@ export class EtcdStore implements Store {
     } catch (err) {
       if (err instanceof ValidationError) throw err
       const msg = ((err as Error).message || String(err)).split('\n')[0]!.replace(/\.?\s*Resolution note:.*$/, '')
+      // etcd answered, and said no to the size: the request, not the server, is the problem.
+      if (/too many operations in txn request/.test(msg)) {
+        throw new ValidationError(`etcd refused a transaction of ${size?.writes ?? '?'} writes and ${size?.guards ?? '?'} guards as too large (each may be at most its --max-txn-ops, 128 by default); do less in one command, e.g. fewer addresses in new blocks per ipam assign`)
+      }
       throw new DatastoreUnavailableError(`etcd at ${this.opts.endpoints.join(',')} is unavailable (${what}): ${msg}`, {cause: err})
     } finally {
       clearTimeout(timer)
@@ -264,6 +268,7 @@ export class EtcdStore implements Store {
         ),
         failure: [],
       }),
+      {writes: ops.length, guards: conditions.length},
     )
     return {succeeded: r.succeeded, revision: BigInt(r.header.revision)}
   }

@@ -99,6 +99,17 @@ describe('EtcdStore on a real etcd', { skip: etcdSkipReason }, () => {
   });
 
   describe('etcd-specific behaviour', () => {
+    test('a transaction over etcd\'s --max-txn-ops (128) is bad input, not an outage, and writes nothing', async () => {
+      await withStore(async (s) => {
+        const before = await s.revision();
+        const big = Array.from({ length: 129 }, (_, i) => put(`/big/${i}`, 'x'));
+        await assert.rejects(s.txn([], big), (e: Error) => e instanceof ValidationError && /transaction of 129 writes and 0 guards as too large/.test(e.message));
+        assert.equal(await s.revision(), before);
+        assert.deepEqual(await s.list('/big/'), []);
+        assert.equal((await s.txn([], big.slice(0, 128))).succeeded, true, '128 is allowed');
+      });
+    });
+
     test('listing 1,234 keys (several pages) returns all of them in byte order and nothing from a sibling prefix', async () => {
       await withStore(async (s) => {
         // Unpadded numbers, so byte order differs from numeric order.
