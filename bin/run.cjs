@@ -16,7 +16,14 @@ exports.loadOptions = () => {
 }
 
 if (require.main === module) {
-  if (mtime(bundle) >= mtime(path.join(root, 'dist', 'cli', 'base.js'))) {
+  // `ipamctl --version` alone: oclif's own line (its Config#userAgent) without starting oclif, which is most of
+  // that command's time. Anything more than the one flag goes to oclif; test/commands/startup.test.ts checks
+  // that both print the same.
+  if (process.argv.length === 3 && process.argv[2] === '--version') {
+    const {name, version} = require(path.join(root, 'package.json'))
+    const arch = require('node:os').arch()
+    process.stdout.write(`${name}/${version} ${process.platform}-${arch === 'ia32' ? 'x86' : arch} node-${process.version}\n`)
+  } else if (mtime(bundle) >= mtime(path.join(root, 'dist', 'cli', 'base.js'))) {
     require('./load-bundle.cjs').load(bundle).execute({loadOptions: exports.loadOptions()})
   } else {
     import('@oclif/core').then(({execute}) => execute({dir: __filename}))

@@ -27,8 +27,9 @@ const HEAVY = /\/node_modules\/(better-sqlite3|netlink|netns|yaml|etcd3|@grpc|@i
 const BUNDLE = path.join(ROOT, 'dist', 'cli-bundle', 'ipamctl.cjs')
 
 describe('CLI start-up', {concurrency: true}, () => {
-  for (const args of [['--help'], ['--version']]) {
-    test(`ipamctl ${args[0]} runs the bundle and loads no datastore, netlink, YAML or prompt code`, async () => {
+  // `--version x` is still oclif's version output (it looks at the first argument only): the reference.
+  for (const args of [['--help'], ['--version', 'x']]) {
+    test(`ipamctl ${args.join(' ')} runs the bundle and loads no datastore, netlink, YAML or prompt code`, async () => {
       const {stdout, modules} = await traced(...args)
       assert.match(stdout, /ipamctl/)
       assert.ok(modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')), 'bin/run.cjs did not run the bundle (stale after a tsc-only build? run npm run build)')
@@ -36,6 +37,13 @@ describe('CLI start-up', {concurrency: true}, () => {
       assert.deepEqual(modules.filter((m) => HEAVY.test(m)), [])
     })
   }
+
+  test('ipamctl --version alone prints what oclif prints, without loading the bundle or oclif', async () => {
+    const fast = await traced('--version')
+    assert.equal(fast.stdout, (await traced('--version', 'x')).stdout)
+    assert.match(fast.stdout, /^ipamctl\/\d+\.\d+\.\d+ linux-\w+ node-v\d+\.\d+\.\d+\n$/)
+    assert.deepEqual(fast.modules.filter((m) => /load-bundle|cli-bundle|@oclif/.test(m)), [])
+  })
 
   test('a command loads its own packages only: pool list opens SQLite, but loads no netlink, YAML or etcd3', async () => {
     const {modules} = await traced('pool', 'list')
