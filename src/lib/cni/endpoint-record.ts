@@ -4,11 +4,16 @@ import type {Store} from '../store/store.js'
 import {decodeWorkloadEndpoint, encodeWorkloadEndpoint, endpointKey, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {CNI_ERR, CniError} from './errors.js'
 
-/** Create the record, or replace the one a previous attempt for the same pod left. */
+/**
+ * Create the record, or replace the one a previous attempt for the same pod left. A new pod's record does not
+ * exist, so the create is tried first: one request, not a read and a write.
+ */
 export async function putEndpoint(store: Store, wep: WorkloadEndpoint): Promise<void> {
   const key = endpointKey(wep.namespace, wep.name)
+  const put = [{put: key, value: encodeWorkloadEndpoint(wep)}]
+  if ((await store.txn([{key, absent: true}], put)).succeeded) return
   const seen = await store.get(key)
-  const r = await store.txn([seen ? {key, modRevision: seen.modRevision} : {key, absent: true}], [{put: key, value: encodeWorkloadEndpoint(wep)}])
+  const r = await store.txn([seen ? {key, modRevision: seen.modRevision} : {key, absent: true}], put)
   if (!r.succeeded) throw new CniError(CNI_ERR.tryAgainLater, `WorkloadEndpoint ${wep.namespace}/${wep.name} changed while it was being written`)
 }
 
