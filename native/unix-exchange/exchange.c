@@ -97,11 +97,14 @@ static void execute(napi_env env, void *data) {
     if (w <= 0) goto out;
   }
   for (;;) {
-    if (!reply_room(j)) {
+    // Full at maxReply bytes: one more byte tells a reply of exactly that size (then EOF) from a longer one.
+    char extra;
+    int full = !reply_room(j);
+    ssize_t n = full ? recv(fd, &extra, 1, 0) : recv(fd, j->reply + j->reply_len, j->reply_cap - j->reply_len, 0);
+    if (full && n > 0) {
       j->err = EMSGSIZE;
       goto out;
     }
-    ssize_t n = recv(fd, j->reply + j->reply_len, j->reply_cap - j->reply_len, 0);
     if (n > 0) {
       j->reply_len += (size_t)n;
       continue;

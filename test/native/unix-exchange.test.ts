@@ -88,11 +88,17 @@ describe('unix-exchange', () => {
     assert.ok(Date.now() - t0 >= 290, 'retried until the deadline');
   });
 
-  it('a reply longer than maxReply: EMSGSIZE with the first maxReply bytes', async () => {
+  it('a reply longer than maxReply: EMSGSIZE with the first maxReply bytes; one of exactly maxReply is whole', async () => {
     const s = await server((c) => c.end(Buffer.alloc(100_000, 'z')));
     const r = await exchange(s.file, Buffer.from('q'), 5000, 5000);
     s.close();
     assert.deepEqual([r.connected, r.errno, r.reply.length], [true, EMSGSIZE, 5000]);
+    for (const size of [4096, 5000, 8192]) {
+      const exact = await server((c) => c.end(Buffer.alloc(size, 'y')));
+      const e = await exchange(exact.file, Buffer.from('q'), 5000, size);
+      exact.close();
+      assert.deepEqual([e.errno, e.timedOut, e.reply.length], [0, false, size], `reply of ${size} bytes`);
+    }
   });
 
   it('bad arguments throw at once', () => {
