@@ -140,7 +140,11 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       return undefined
     }
     const ops: Record<string, true> = {'/v1/assign': true, '/v1/assign-ip': true, '/v1/release': true, '/v1/endpoint-put': true, '/v1/endpoint-take': true}
-    if (!ops[url!]) throw new HttpError(url === '/v1/status' || url === '/metrics' ? 405 : 404, {type: 'ValidationError', message: `unknown operation ${req.method} ${url}`})
+    // `direct`: an operation this agent does not know (a plugin newer than its agent, during an upgrade) is one it
+    // did not do, so the plugin does it on the datastore itself instead of failing the pod.
+    if (!ops[url!]) {
+      throw new HttpError(url === '/v1/status' || url === '/metrics' ? 405 : 404, {type: 'ValidationError', message: `unknown operation ${req.method} ${url}`, direct: true})
+    }
     if (req.method !== 'POST') throw new HttpError(405, {type: 'ValidationError', message: `${url} takes POST`})
     const body = await readBody(req)
     if (closing) throw new HttpError(503, {type: 'ShuttingDown', message: 'the agent is shutting down', direct: true})
