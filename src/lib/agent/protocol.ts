@@ -15,8 +15,8 @@
 //   errors              → 4xx/5xx {error: {type, message, code?, details?, direct?}}
 //
 // `direct: true` in an error means the agent did nothing and will not serve this request (wrong node or
-// datastore, shutting down, an operation it does not know): the caller should use the datastore itself. Any other error is the IPAM
-// answer and must be returned as is.
+// datastore, shutting down, an operation it does not know): the caller should use the datastore itself.
+// Any other error is the IPAM answer and must be returned as is.
 import path from 'node:path'
 import {ConflictError, DatastoreUnavailableError, ExhaustedError, IpamError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
 import {CniError} from '../cni/errors.js'
