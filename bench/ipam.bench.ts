@@ -18,7 +18,7 @@ import {EtcdStore} from '../src/lib/store/etcd.ts'
 import {SqliteStore} from '../src/lib/store/sqlite.ts'
 import {haveEtcd, startEtcd} from '../test/support/etcd-server.ts'
 import {runProcess} from '../test/support/process.ts'
-import {type CallCounts, CountingStore, median, percentile, SEED_POOL, seedFullCluster, seedHosts, timeMs, totalCalls} from './support.ts'
+import {type CallCounts, CountedStore, median, percentile, SEED_POOL, seedFullCluster, seedHosts, timeMs, totalCalls} from './support.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const QUICK = process.env.BENCH_QUICK === '1'
@@ -37,7 +37,7 @@ if (!fs.existsSync(path.join(ROOT, 'dist', 'commands'))) {
 interface Backend {
   key: 'embedded' | 'etcd'
   /** An empty store of this backend, wrapped to count calls. */
-  fresh(): Promise<CountingStore>
+  fresh(): Promise<CountedStore>
   /** What a worker process opens: the last fresh() store. */
   workerSpec(): string
   /** CLI flags selecting the last fresh() store. */
@@ -48,7 +48,7 @@ let n = 0
 const embedded: Backend = {
   key: 'embedded',
   async fresh() {
-    return new CountingStore(SqliteStore.open(path.join(dir, `b${++n}.db`)))
+    return new CountedStore(SqliteStore.open(path.join(dir, `b${++n}.db`)))
   },
   workerSpec: () => path.join(dir, `b${n}.db`),
   cliArgs: () => ['--datastore', 'embedded', '--datastore-path', path.join(dir, `b${n}.db`)],
@@ -59,7 +59,7 @@ function etcdBackend(endpoint: string, admin: Etcd3): Backend {
     key: 'etcd',
     async fresh() {
       await admin.delete().all()
-      return new CountingStore(await EtcdStore.connect({endpoints: [endpoint], timeoutMs: 60_000}))
+      return new CountedStore(await EtcdStore.connect({endpoints: [endpoint], timeoutMs: 60_000}))
     },
     workerSpec: () => `etcd:${endpoint}`,
     cliArgs: () => ['--datastore', 'etcdv3', '--etcd-endpoints', endpoint, '--timeout', '60'],
@@ -134,7 +134,7 @@ async function parallelHosts(b: Backend, hosts: number, runs: number): Promise<P
     await createPools(ctx, [{name: 'big', cidr: SEED_POOL, blockSize: 26}])
     store.reset()
     const {ms, value} = await timeMs(() => Promise.all(Array.from({length: hosts}, (_, i) => autoAssign(ctx, {host: `par-${i}`, num4: 1, num6: 0, handle: `par.${i}`}))))
-    out.failedTxns += store.reset().failedTxns
+    out.failedTxns += store.reset().conflicts
     const ips = value.flatMap((x) => x.v4.ips.map((ip) => ip.address))
     out.distinct &&= ips.length === hosts && new Set(ips).size === hosts
     out.ms.push(ms)
@@ -296,7 +296,7 @@ const verdict = (ok: boolean) => (ok ? 'met' : '**NOT met**')
 const E = results.embedded!
 const X = results.etcd
 const both = (fn: (r: Results) => string) => `${fn(E)} | ${X ? fn(X) : '–'}`
-const callText = (c: CallCounts) => `${totalCalls(c)} (${[c.read && `${c.read} batched read`, c.get && `${c.get} get`, c.list + c.listKeys && `${c.list + c.listKeys} list`, `${c.txn} txn`].filter(Boolean).join(', ')})`
+const callText = (counts: CallCounts, c = counts.calls) => `${totalCalls(counts)} (${[c.read && `${c.read} batched read`, c.get && `${c.get} get`, c.list + c.listKeys && `${c.list + c.listKeys} list`, `${c.txn} txn`].filter(Boolean).join(', ')})`
 const ratio4 = (r: Results) => median(r.procs.alloc) / median(r.procs.cas)
 const claimRatio = (r: Results) => r.claims[5000].p50 / r.claims[1].p50
 const worst = (runs: CliRun[]) => ({ms: median(runs.map((r) => r.ms)), rssMb: Math.max(...runs.map((r) => r.rssMb))})

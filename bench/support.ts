@@ -1,4 +1,4 @@
-// Shared pieces of the benchmarks: a Store wrapper that counts datastore calls, bulk seeding written directly
+// Shared pieces of the benchmarks: the Store wrapper that counts datastore calls, bulk seeding written directly
 // as Calico-format keys (the way a long-running cluster would have them), and small statistics helpers.
 import {encodeBlock, newBlock, type Attribute} from '../src/lib/ipam/block.ts'
 import {blockWalk} from '../src/lib/ipam/blockgen.ts'
@@ -8,63 +8,10 @@ import {encodeAffinity, encodeHandle} from '../src/lib/ipam/records.ts'
 import {encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint, workloadEndpointName} from '../src/lib/workload/endpoint.ts'
 import {formatIp, parseCidr, subnet} from '../src/lib/net/cidr.ts'
 import {keys} from '../src/lib/store/keys.ts'
-import type {Condition, KeyValue, Store, TxnResult, WriteOp} from '../src/lib/store/store.ts'
+import type {Store, WriteOp} from '../src/lib/store/store.ts'
 
-/** Datastore calls made through a store, by kind; `failedTxns` are lost compare-and-swap races. */
-export interface CallCounts {
-  get: number
-  list: number
-  listKeys: number
-  /** Batched reads (Store.read): several gets and lists in one request. */
-  read: number
-  txn: number
-  failedTxns: number
-}
-
-const zero = (): CallCounts => ({get: 0, list: 0, listKeys: 0, read: 0, txn: 0, failedTxns: 0})
-export const totalCalls = (c: CallCounts): number => c.get + c.list + c.listKeys + c.read + c.txn
-
-/** Wraps a Store and counts every call, so round trips per operation can be reported exactly. */
-export class CountingStore implements Store {
-  counts = zero()
-  read?: Store['read']
-  constructor(readonly inner: Store) {
-    // Only when the inner store has it: readMany() then takes one request, as with the real store.
-    if (inner.read) this.read = (req) => (this.counts.read++, inner.read!(req))
-  }
-  get description(): string {
-    return this.inner.description
-  }
-  reset(): CallCounts {
-    const c = this.counts
-    this.counts = zero()
-    return c
-  }
-  get(key: string): Promise<KeyValue | undefined> {
-    this.counts.get++
-    return this.inner.get(key)
-  }
-  list(prefix: string): Promise<KeyValue[]> {
-    this.counts.list++
-    return this.inner.list(prefix)
-  }
-  listKeys(prefix: string): Promise<string[]> {
-    this.counts.listKeys++
-    return this.inner.listKeys(prefix)
-  }
-  async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
-    this.counts.txn++
-    const r = await this.inner.txn(conditions, ops)
-    if (!r.succeeded) this.counts.failedTxns++
-    return r
-  }
-  revision(): Promise<bigint> {
-    return this.inner.revision()
-  }
-  close(): Promise<void> {
-    return this.inner.close()
-  }
-}
+// Datastore calls are counted by the store wrapper the agent uses too (src/lib/store/counted.ts).
+export {CountedStore, roundTrips as totalCalls, type StoreCounts as CallCounts} from '../src/lib/store/counted.ts'
 
 /**
  * Unguarded bulk writes: etcd allows 128 operations per transaction and 1.5 MiB per request, so batches stay

@@ -8,7 +8,7 @@ import type {Ctx} from '../ipam/context.js'
 import {ownerHost} from '../ipam/block.js'
 import {borrowedIps, listBlocks, utilization} from '../ipam/query.js'
 import {containsIp, parseCidr, parseIp} from '../net/cidr.js'
-import type {StoreCounts, StoreOp} from './counted-store.js'
+import type {StoreCounts, StoreOp} from '../store/counted.js'
 
 export const LEAK_SCAN_TTL_MS = 60_000
 

@@ -5,7 +5,7 @@ import { autoAssign, type AutoAssignArgs } from '../../../src/lib/ipam/autoassig
 import { autoAssignBatch, MAX_HANDLES_PER_TXN } from '../../../src/lib/ipam/batch-assign.ts';
 import { createPools } from '../../../src/lib/ipam/pool-admin.ts';
 import { ipsByHandle } from '../../../src/lib/ipam/query.ts';
-import { CountedStore } from '../../../src/lib/agent/counted-store.ts';
+import { CountedStore } from '../../../src/lib/store/counted.ts';
 import { makeCtx } from '../../../src/lib/ipam/context.ts';
 import { NotFoundError, ValidationError } from '../../../src/lib/errors.ts';
 import type { Store } from '../../../src/lib/store/store.ts';

@@ -1,7 +1,7 @@
 // A Store that counts what it does: every call is one datastore round trip, and a transaction whose guards
 // fail is a lost compare-and-swap race (the retry helper then re-reads and tries again). The agent exports
-// both as metrics, which is how its batching shows: fewer round trips and conflicts per allocation.
-import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from '../store/store.js'
+// both as metrics, which is how its batching shows; the benchmarks report round trips per operation with it.
+import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
 
 export type StoreOp = 'get' | 'list' | 'listKeys' | 'read' | 'each' | 'txn' | 'revision'
 
@@ -12,8 +12,14 @@ export interface StoreCounts {
   conflicts: number
 }
 
+const zero = (): StoreCounts => ({calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0}, conflicts: 0})
+
+/** Round trips that read or write (not `revision`, which only asks for the counter). */
+export const roundTrips = (c: StoreCounts): number => c.calls.get + c.calls.list + c.calls.listKeys + c.calls.read + c.calls.each + c.calls.txn
+
 export class CountedStore implements Store {
-  readonly counts: StoreCounts = {calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0}, conflicts: 0}
+  /** Live counts (the agent's metrics hold on to this object). */
+  readonly counts: StoreCounts = zero()
 
   read?: (req: ReadRequest) => Promise<ReadResult>
   each?: (prefix: string, visit: (kv: KeyValue) => void, opts?: {keysOnly?: boolean}) => Promise<void>
@@ -27,6 +33,13 @@ export class CountedStore implements Store {
 
   get description(): string {
     return this.inner.description
+  }
+
+  /** A copy of the counts so far; the live counts start again from zero. */
+  reset(): StoreCounts {
+    const c = {calls: {...this.counts.calls}, conflicts: this.counts.conflicts}
+    Object.assign(this.counts, zero())
+    return c
   }
 
   get(key: string): Promise<KeyValue | undefined> {
