@@ -15,10 +15,16 @@ let n = 0;
 const sockPath = () => path.join(tmp, `x${++n}.sock`);
 const { ECONNREFUSED, ENOENT, EMSGSIZE } = os.constants.errno;
 
-/** A server on a fresh socket: `onConn` gets each connection. */
+/**
+ * A server on a fresh socket: `onConn` gets each connection. A client that stops reading (the reply cap) makes
+ * the server's writes fail with EPIPE: expected, so ignored.
+ */
 async function server(onConn: (c: net.Socket) => void): Promise<{ file: string; close: () => void }> {
   const file = sockPath();
-  const s = net.createServer(onConn);
+  const s = net.createServer((c) => {
+    c.on('error', () => {});
+    onConn(c);
+  });
   await new Promise<void>((r) => s.listen(file, r));
   return { file, close: () => s.close() };
 }
