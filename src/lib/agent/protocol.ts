@@ -20,6 +20,7 @@
 import path from 'node:path'
 import {ConflictError, DatastoreUnavailableError, ExhaustedError, IpamError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
 import {CniError} from '../cni/errors.js'
+import {isKeySegment} from '../store/keys.js'
 import type {DatastoreSettings} from '../store/settings.js'
 
 export const DEFAULT_AGENT_SOCKET = '/run/ipamctl/agent.sock'
@@ -166,8 +167,7 @@ export function parseRelease(body: unknown): ReleaseRequest {
 /** A record is a few hundred bytes; this leaves room for many addresses and long names. */
 const MAX_ENDPOINT_BYTES = 64 * 1024
 // Namespace and name become key segments: no "/" (another key), no control characters.
-// eslint-disable-next-line no-control-regex
-const isSegment = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 253 && !/[/\u0000-\u001f\u007f]/.test(v)
+const isSegment = (v: unknown): v is string => typeof v === 'string' && isKeySegment(v)
 
 export function parseEndpointPut(body: unknown): EndpointPutRequest {
   const o = asObject(body)

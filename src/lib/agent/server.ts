@@ -10,6 +10,7 @@ import {addAddresses, type Allocator, releaseHandles} from '../cni/ipam-plugin.j
 import {putEndpoint, takeEndpoint} from '../cni/endpoint-record.js'
 import {encodeWorkloadEndpoint, decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {ValidationError} from '../errors.js'
+import {isKeySegment} from '../store/keys.js'
 import type {Batcher} from './batcher.js'
 import type {AgentMetrics} from './metrics.js'
 import {
@@ -109,9 +110,7 @@ function endpointFrom(core: AgentCore, text: string): WorkloadEndpoint {
   } catch (err) {
     throw new ValidationError(`agent request: "endpoint" is not JSON: ${(err as Error).message}`)
   }
-  // eslint-disable-next-line no-control-regex
-  const segment = (s: string) => s.length > 0 && s.length <= 253 && !/[/\u0000-\u001f\u007f]/.test(s)
-  if (!segment(wep.namespace) || !segment(wep.name)) throw new ValidationError('agent request: "endpoint" needs a metadata.namespace and metadata.name without "/"')
+  if (!isKeySegment(wep.namespace) || !isKeySegment(wep.name)) throw new ValidationError('agent request: "endpoint" needs a metadata.namespace and metadata.name without "/"')
   if (Object.values(wep.labels).some((v) => typeof v !== 'string')) throw new ValidationError('agent request: "endpoint" labels must be strings')
   if (wep.node !== core.node) throw new HttpError(421, {type: 'Misdirected', message: `this agent serves node ${core.node}, not ${wep.node}`, direct: true})
   return wep

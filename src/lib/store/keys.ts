@@ -57,8 +57,13 @@ export function parseAffinityKey(key: string): {type: string; host: string; cidr
  * handle would be invisible to it. Control characters (a newline) break every line-oriented output.
  */
 export function isValidHandleId(id: string): boolean {
+  return isKeySegment(id)
+}
+
+/** One segment of a key (a handle ID, a WorkloadEndpoint's namespace or name): 1-253 characters, no "/" or control characters. */
+export function isKeySegment(s: string): boolean {
   // eslint-disable-next-line no-control-regex
-  return id.length > 0 && id.length <= 253 && !/[/\u0000-\u001f\u007f]/.test(id)
+  return s.length > 0 && s.length <= 253 && !/[/\u0000-\u001f\u007f]/.test(s)
 }
 
 /** Host names end up inside keys; a `/` would silently change the layout. */

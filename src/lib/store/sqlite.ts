@@ -116,26 +116,12 @@ export class SqliteStore implements Store {
     const stmt = opts.keysOnly ? this.stmt.scanKeyRevisions : this.stmt.scan
     // One statement, so one read snapshot, as list() has; rows are visited as SQLite produces them.
     this.run(() => {
-      for (const row of stmt.iterate(prefix)) {
-        const r = row as Row
-        if (!r.key.startsWith(prefix)) break
-        visit({key: r.key, value: r.value ?? '', modRevision: r.mod_revision})
-      }
+      for (const r of rowsUnder<Row>(stmt, prefix)) visit({key: r.key, value: r.value ?? '', modRevision: r.mod_revision})
     })
   }
 
-  /**
-   * Range scan from `prefix` in index order, stopping at the first key without it. SQLite compares TEXT
-   * bytewise (UTF-8), as etcd does, so no upper bound has to be computed for non-ASCII prefixes.
-   */
   private scan(columns: 'key' | 'all', prefix: string): unknown[] {
-    const out: unknown[] = []
-    const stmt = columns === 'key' ? this.stmt.scanKeys : this.stmt.scan
-    for (const row of stmt.iterate(prefix)) {
-      if (!(row as {key: string}).key.startsWith(prefix)) break
-      out.push(row)
-    }
-    return out
+    return [...rowsUnder(columns === 'key' ? this.stmt.scanKeys : this.stmt.scan, prefix)]
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
@@ -211,12 +197,20 @@ function prepareStatements(db: Database.Database) {
   }
 }
 
-/** Whether a key under `prefix` has a mod-revision above `rev` (keys scanned in order from the prefix on). */
-function writtenAfter(st: ReturnType<typeof prepareStatements>, prefix: string, rev: bigint): boolean {
-  for (const r of st.scanKeyRevisions.iterate(prefix) as Iterable<{key: string; mod_revision: bigint}>) {
-    if (!r.key.startsWith(prefix)) return false
-    if (r.mod_revision > rev) return true
+/**
+ * The rows of a scan statement (`key >= ? ORDER BY key`) whose key has `prefix`, stopping at the first that has
+ * not. SQLite compares TEXT bytewise (UTF-8), as etcd does, so no upper bound is computed for non-ASCII prefixes.
+ */
+function* rowsUnder<R extends {key: string}>(stmt: Database.Statement, prefix: string): Generator<R> {
+  for (const row of stmt.iterate(prefix) as Iterable<R>) {
+    if (!row.key.startsWith(prefix)) return
+    yield row
   }
+}
+
+/** Whether a key under `prefix` has a mod-revision above `rev`. */
+function writtenAfter(st: ReturnType<typeof prepareStatements>, prefix: string, rev: bigint): boolean {
+  for (const r of rowsUnder<{key: string; mod_revision: bigint}>(st.scanKeyRevisions, prefix)) if (r.mod_revision > rev) return true
   return false
 }
 
