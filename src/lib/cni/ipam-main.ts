@@ -4,7 +4,7 @@
 // The bins run these entries bundled (scripts/bundle-cni.mjs); BENCHMARKS.md has the numbers.
 import fs from 'node:fs'
 import {packageVersion} from '../package-root.js'
-import {ipamPlugin} from './ipam-plugin.js'
+import {ipamPlugin} from './ipam-commands.js'
 import {type PluginIo, pluginMain, processIo} from './skel.js'
 
 /** Compiled in by scripts/bundle-cni.mjs; the plain tsc output reads package.json instead. */

@@ -1,30 +1,26 @@
-// The IPAM plugin (`ipamctl-ipam`, a drop-in for `calico-ipam`): ADD/DEL as upstream's ipamplugin, plus
-// CHECK, STATUS and GC. The building blocks (ipamAdd, ipamDel, ipamCheck, ipamGc, resolvePools) take an
-// open context, so the main plugin can run IPAM in-process instead of exec'ing this plugin.
+// The IPAM of the plugins (`ipamctl-ipam`, a drop-in for `calico-ipam`): ADD/DEL as upstream's ipamplugin, plus
+// CHECK and GC. These building blocks (ipamAdd, ipamDel, ipamCheck, ipamGc, resolvePools) take an open context,
+// so the main plugin runs IPAM in-process instead of exec'ing this plugin; ipam-commands.ts makes the CNI commands.
 import {ExhaustedError, NotFoundError, ValidationError} from '../errors.js'
 import {type AssignIpArgs, assignIp} from '../ipam/assign-ip.js'
 import {type AssignedIp, type AutoAssignArgs, autoAssign, type FamilyResult, shortfall} from '../ipam/autoassign.js'
 import {datastoreLocked} from '../ipam/cluster-info.js'
-import {type Ctx, listPools, makeCtx} from '../ipam/context.js'
+import {type Ctx, listPools} from '../ipam/context.js'
 import {releaseByHandle, type ReleaseOption, releaseIps} from '../ipam/release.js'
 import {ipsByHandle} from '../ipam/query.js'
 import {sanitizeHandle} from '../ipam/block.js'
-import {type Clock, systemClock} from '../ipam/time.js'
+import type {Clock} from '../ipam/time.js'
 import {decodeHandle} from '../ipam/records.js'
 import {bitsOf, containsIp, type Family, formatCidr, formatIp, maskIp, tryParseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
-import {openStore as defaultOpenStore} from '../store/open.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import type {Store} from '../store/store.js'
-import {agentCall, type AgentOutcome, agentSocketPresent, replyError} from '../agent/client.js'
-import {DEFAULT_AGENT_SOCKET, datastoreId, errorFrom} from '../agent/protocol.js'
 import {type CniArgs, parseCniArgs} from './args.js'
 import {CNI_ERR, CniError, toCniError} from './errors.js'
 import {acquireHostLock, type HostLockOptions, type Unlock} from './lock.js'
 import {
   allocationAttrs,
   DEFAULT_IPAM_LOCK_FILE,
-  datastoreSettingsFor,
   determineNodename,
   type NetConf,
   type NodenameDeps,
@@ -33,7 +29,7 @@ import {
   workloadIds,
 } from './netconf.js'
 import {addressOf, type CniResult, ipamResult, parseResult} from './result.js'
-import type {CmdArgs, PluginFuncs} from './skel.js'
+import type {CmdArgs} from './skel.js'
 
 export interface IpamPluginDeps extends NodenameDeps {
   openStore?: (s: DatastoreSettings) => Promise<Store>
@@ -381,114 +377,5 @@ export function ipamRequest(a: CmdArgs, deps: IpamPluginDeps = {}): IpamRequest 
     ids,
     log: a.log,
     lock: lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log}),
-  }
-}
-
-/** The agent's socket for this netconf when there is one to ask: a stat, no connect. */
-export function agentSocketFor(conf: NetConf): string | undefined {
-  const file = conf.ipamctlAgentSocket ?? DEFAULT_AGENT_SOCKET
-  return file !== '' && agentSocketPresent(file) ? file : undefined
-}
-
-export type AgentAnswer = {body: Record<string, unknown>} | {direct: 'unreachable' | 'unknown'}
-
-/** What the agent's reply means for the plugin; an IPAM error it answered with is thrown as the direct path would. */
-export function agentAnswer(socket: string, o: AgentOutcome, log: (line: string) => void): AgentAnswer {
-  if (o.kind !== 'answered') {
-    log(`ipamctl agent at ${socket}: ${o.reason}; using the datastore directly`)
-    return {direct: o.kind}
-  }
-  const e = replyError(o)
-  if (e?.direct) {
-    log(`ipamctl agent at ${socket} does not serve this request (${e.message}); using the datastore directly`)
-    return {direct: 'unreachable'}
-  }
-  if (Array.isArray(o.body.log)) for (const line of o.body.log) log(String(line))
-  if (e) throw errorFrom(e)
-  return {body: o.body}
-}
-
-/** ADD through the agent: the result, or how to go on directly. */
-export async function addViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings, now: Date): Promise<CniResult | 'unreachable' | 'unknown'> {
-  const {ip, ...auto} = addPlan(req, now)
-  const target = {node: auto.node, datastore: datastoreId(settings)}
-  const o =
-    ip === undefined
-      ? await agentCall(socket, 'assign', {...auto, ...target})
-      : await agentCall(socket, 'assign-ip', {...target, handle: auto.handle, attrs: auto.attrs, ip})
-  const r = agentAnswer(socket, o, req.log)
-  if ('direct' in r) return r.direct
-  const result = r.body.result as CniResult | undefined
-  if (typeof result !== 'object' || result === null || !Array.isArray(result.ips)) {
-    req.log(`ipamctl agent at ${socket} answered without a result; using the datastore directly`)
-    return 'unknown'
-  }
-  return result
-}
-
-/**
- * DEL through the agent: true when it answered. DEL is idempotent, so whatever became of an unanswered
- * request, releasing directly is right.
- */
-export async function delViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings): Promise<boolean> {
-  const target = {node: req.ids.node, datastore: datastoreId(settings)}
-  const o = await agentCall(socket, 'release', {...target, handles: [req.ids.handleId, req.ids.workloadId]})
-  return 'body' in agentAnswer(socket, o, req.log)
-}
-
-export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
-  const open = deps.openStore ?? defaultOpenStore
-  const withCtx = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx) => Promise<T>, resolved?: DatastoreSettings): Promise<T> => {
-    const store = await open(resolved ?? (await datastoreSettingsFor(conf, a.getenv)))
-    try {
-      return await fn(makeCtx(store, {clock: deps.clock ?? systemClock}))
-    } finally {
-      await store.close()
-    }
-  }
-  return {
-    // With a per-node agent (ipamctl agent run) ADD and DEL go through it: no datastore client in this
-    // process (etcd3 alone costs ~100 ms to load) and no race with the node's other ADDs. Without one, or when
-    // it does not answer, the datastore is used directly with the same results.
-    async add(a) {
-      const req = ipamRequest(a, deps)
-      const settings = await datastoreSettingsFor(req.conf, a.getenv)
-      const socket = agentSocketFor(req.conf)
-      const via = socket === undefined ? 'unreachable' : await addViaAgent(socket, req, settings, (deps.clock ?? systemClock).now())
-      if (typeof via === 'object') return via
-      return withCtx(a, req.conf, (ctx) => (via === 'unknown' ? ipamAddAfterUnknown(ctx, req) : ipamAdd(ctx, req)), settings)
-    },
-    async del(a) {
-      const req = ipamRequest(a, deps)
-      const settings = await datastoreSettingsFor(req.conf, a.getenv)
-      const socket = agentSocketFor(req.conf)
-      if (socket !== undefined && (await delViaAgent(socket, req, settings))) return
-      await withCtx(a, req.conf, (ctx) => ipamDel(ctx, req), settings)
-    },
-    async check(a) {
-      const req = ipamRequest(a, deps)
-      await withCtx(a, req.conf, (ctx) => ipamCheck(ctx, req))
-    },
-    async status(a) {
-      const conf = parseNetConf(a.config)
-      const settings = await datastoreSettingsFor(conf, a.getenv)
-      let store: Store | undefined
-      try {
-        store = await open(settings)
-        await store.revision()
-      } catch (err) {
-        throw new CniError(CNI_ERR.notAvailable, 'plugin not available', toCniError(err).msg)
-      } finally {
-        await store?.close().catch(() => {})
-      }
-    },
-    async gc(a) {
-      const conf = parseNetConf(a.config)
-      const attachments = validAttachments(conf.raw)
-      const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
-      const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
-      const lock = lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log})
-      await withCtx(a, conf, (ctx) => ipamGc(ctx, conf, attachments, {log: a.log, lock}))
-    },
   }
 }

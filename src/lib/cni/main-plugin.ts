@@ -1,7 +1,7 @@
 // The main plugin (`ipamctl-cni`, a drop-in for `calico`): IPAM, then pod wiring, then the
 // WorkloadEndpoint record. ipamctl's own IPAM runs in this process on the same datastore connection
 // (no second Node start), or, with a per-node agent answering, IPAM and the record go through the agent
-// (main-datastore.ts); any other IPAM type is exec'd per the spec. A failure after IPAM undoes
+// (plugin-datastore.ts); any other IPAM type is exec'd per the spec. A failure after IPAM undoes
 // everything that was done, so a failed ADD leaves no address, link or record behind.
 import fs from 'node:fs'
 import path from 'node:path'
@@ -20,8 +20,9 @@ import {
 import {parseCniArgs, withIgnoreUnknown} from './args.js'
 import {execDelegate} from './delegate.js'
 import {CNI_ERR, CniError} from './errors.js'
-import {agentSocketFor, ipamCheck, ipamPlugin, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
-import {MainDatastore} from './main-datastore.js'
+import {ipamPlugin} from './ipam-commands.js'
+import {ipamCheck, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
+import {agentSocketFor, PluginDatastore} from './plugin-datastore.js'
 import {DEFAULT_MTU_FILE, datastoreSettingsFor, validateMainPluginConf, wepName, type NetConf} from './netconf.js'
 import type {CmdArgs, PluginFuncs} from './skel.js'
 
@@ -78,19 +79,15 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       await store.close()
     }
   }
-  // ADD and DEL: through the node's agent when it answers and the IPAM is ours (see main-datastore.ts).
-  const withDatastore = async <T>(a: CmdArgs, req: IpamRequest, fn: (ds: MainDatastore) => Promise<T>): Promise<T> => {
-    const settings = await datastoreSettingsFor(req.conf, a.getenv)
+  // ADD and DEL: through the node's agent when it answers and the IPAM is ours (see plugin-datastore.ts).
+  const withDatastore = async <T>(a: CmdArgs, req: IpamRequest, fn: (ds: PluginDatastore) => Promise<T>): Promise<T> => {
     const socket = ownIpam(req.conf.ipam.type, invokedAs) ? agentSocketFor(req.conf) : undefined
-    const ds = new MainDatastore(req, settings, socket, open, deps.clock ?? systemClock)
-    try {
+    return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), socket, {open, clock: deps.clock ?? systemClock}, async (ds) => {
       // Without an agent, open the datastore before anything else: if it is unusable, a delegated IPAM must
       // not have allocated yet.
       if (socket === undefined) await ds.ctx()
-      return await fn(ds)
-    } finally {
-      await ds.close()
-    }
+      return fn(ds)
+    })
   }
   // The calico plugin always lets IPAM ignore CNI_ARGS keys it does not know.
   const request = (a: CmdArgs) => ipamRequest({...a, args: withIgnoreUnknown(a.args)}, deps)
@@ -106,7 +103,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
     const args = withIgnoreUnknown(a.args)
     return {...a, args, getenv: (n) => (n === 'CNI_ARGS' ? args : a.getenv(n))}
   }
-  const ipamDelFor = async (a: CmdArgs, ds: MainDatastore, req: IpamRequest) => {
+  const ipamDelFor = async (a: CmdArgs, ds: PluginDatastore, req: IpamRequest) => {
     if (ownIpam(req.conf.ipam.type, invokedAs)) await ds.ipamDel()
     else await execDelegate(forDelegate(a), req.conf.ipam.type, 'DEL')
   }

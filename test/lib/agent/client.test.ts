@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, beforeEach, describe, it } from 'node:test';
 import { agentRequest, agentSocketPresent } from '../../../src/lib/agent/client.ts';
 import { datastoreId, errorFrom, errorReply, parseAssign, parseRelease } from '../../../src/lib/agent/protocol.ts';
-import { ipamPlugin } from '../../../src/lib/cni/ipam-plugin.ts';
+import { ipamPlugin } from '../../../src/lib/cni/ipam-commands.ts';
 import { parseNetConf } from '../../../src/lib/cni/netconf.ts';
 import { ExhaustedError, ValidationError } from '../../../src/lib/errors.ts';
 import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';

@@ -2,7 +2,8 @@
 // ADD/DEL/CHECK/STATUS/GC semantics as calico-ipam's, without starting processes.
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
-import { type IpamPluginDeps, ipamPlugin, resolvePools } from '../../../src/lib/cni/ipam-plugin.ts';
+import { ipamPlugin } from '../../../src/lib/cni/ipam-commands.ts';
+import { type IpamPluginDeps, resolvePools } from '../../../src/lib/cni/ipam-plugin.ts';
 import { assignIp } from '../../../src/lib/ipam/assign-ip.ts';
 import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';
 import { type Ctx, makeCtx } from '../../../src/lib/ipam/context.ts';

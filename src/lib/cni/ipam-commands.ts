@@ -1,0 +1,64 @@
+// The `ipamctl-ipam` plugin's CNI commands (accepts what calico-ipam accepts): ADD and DEL through the node's
+// agent when it answers, else on the datastore (plugin-datastore.ts); CHECK, STATUS and GC on the datastore.
+// The IPAM building blocks they use are in ipam-plugin.ts.
+import {type Ctx, makeCtx} from '../ipam/context.js'
+import {systemClock} from '../ipam/time.js'
+import {openStore as defaultOpenStore} from '../store/open.js'
+import type {Store} from '../store/store.js'
+import {CNI_ERR, CniError, toCniError} from './errors.js'
+import {ipamCheck, ipamGc, type IpamPluginDeps, ipamRequest, validAttachments} from './ipam-plugin.js'
+import {acquireHostLock} from './lock.js'
+import {datastoreSettingsFor, DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from './netconf.js'
+import {agentSocketFor, PluginDatastore} from './plugin-datastore.js'
+import type {CmdArgs, PluginFuncs} from './skel.js'
+
+export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
+  const open = deps.openStore ?? defaultOpenStore
+  const clock = deps.clock ?? systemClock
+  const withCtx = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx) => Promise<T>): Promise<T> => {
+    const store = await open(await datastoreSettingsFor(conf, a.getenv))
+    try {
+      return await fn(makeCtx(store, {clock}))
+    } finally {
+      await store.close()
+    }
+  }
+  return {
+    // With a per-node agent (ipamctl agent run) ADD and DEL go through it: no datastore client in this
+    // process (etcd3 alone costs ~100 ms to load) and no race with the node's other ADDs. Without one, or when
+    // it does not answer, the datastore is used directly with the same results (plugin-datastore.ts).
+    async add(a) {
+      const req = ipamRequest(a, deps)
+      return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock}, (ds) => ds.ipamAdd())
+    },
+    async del(a) {
+      const req = ipamRequest(a, deps)
+      await PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock}, (ds) => ds.ipamDel())
+    },
+    async check(a) {
+      const req = ipamRequest(a, deps)
+      await withCtx(a, req.conf, (ctx) => ipamCheck(ctx, req))
+    },
+    async status(a) {
+      const conf = parseNetConf(a.config)
+      const settings = await datastoreSettingsFor(conf, a.getenv)
+      let store: Store | undefined
+      try {
+        store = await open(settings)
+        await store.revision()
+      } catch (err) {
+        throw new CniError(CNI_ERR.notAvailable, 'plugin not available', toCniError(err).msg)
+      } finally {
+        await store?.close().catch(() => {})
+      }
+    },
+    async gc(a) {
+      const conf = parseNetConf(a.config)
+      const attachments = validAttachments(conf.raw)
+      const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
+      const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
+      const lock = lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log})
+      await withCtx(a, conf, (ctx) => ipamGc(ctx, conf, attachments, {log: a.log, lock}))
+    },
+  }
+}
