@@ -5,7 +5,7 @@ import {formatIp, type Ip} from '../net/cidr.js'
 import {RouteConflictError} from './errors.js'
 import {
   afOf,
-  findLinkByIndex,
+  findLink,
   ipBytes,
   isErrno,
   nlFailure,
@@ -68,7 +68,7 @@ export async function deleteHostRoute(sock: Rtnl, ip: Ip, ifIndex: number): Prom
 
 async function conflict(sock: Rtnl, ip: Ip, link: HostLink, other: Route): Promise<RouteConflictError> {
   const otherIndex = other.oif ?? 0
-  const otherName = otherIndex ? ((await findLinkByIndex(sock, otherIndex).catch(() => undefined))?.ifname ?? 'unknown') : 'unknown'
+  const otherName = otherIndex ? ((await findLink(sock, otherIndex).catch(() => undefined))?.ifname ?? 'unknown') : 'unknown'
   const dst = dstText(ip)
   return new RouteConflictError(
     `route (Ifindex: ${link.index}, Dst: ${dst}, Scope: ${RT_SCOPE_LINK}) already exists for an interface other than '${link.name}': ` +

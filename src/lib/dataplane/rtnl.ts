@@ -132,22 +132,13 @@ export function parseMac(text: string): Buffer {
 
 export const formatMac = (buf: Buffer | undefined): string => (buf ? [...buf].map((b) => b.toString(16).padStart(2, '0')).join(':') : '')
 
-/** The link named `name`, or undefined. RTM_GETLINK by IFLA_IFNAME: one round trip, no dump. */
-export async function findLink(sock: Rtnl, name: string): Promise<Link | undefined> {
+/** The link named `name` (RTM_GETLINK by IFLA_IFNAME: one round trip, no dump) or with that index; undefined if none. */
+export async function findLink(sock: Rtnl, by: string | number): Promise<Link | undefined> {
   try {
-    return await sock.getLink({name})
+    return await sock.getLink(typeof by === 'string' ? {name: by} : {index: by})
   } catch (error) {
     if (isErrno(error, 'ENODEV')) return undefined
-    throw nlFailure(`failed to look up link ${name}`, error)
-  }
-}
-
-export async function findLinkByIndex(sock: Rtnl, index: number): Promise<Link | undefined> {
-  try {
-    return await sock.getLink({index})
-  } catch (error) {
-    if (isErrno(error, 'ENODEV')) return undefined
-    throw nlFailure(`failed to look up link #${index}`, error)
+    throw nlFailure(`failed to look up link ${typeof by === 'string' ? by : `#${by}`}`, error)
   }
 }
 
