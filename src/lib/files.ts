@@ -8,6 +8,8 @@ import {ValidationError} from './errors.js'
 export const TEXT_MAX_BYTES = 4 * 1024 * 1024
 export const REPORT_MAX_BYTES = 256 * 1024 * 1024
 
+const PAUSE = new Int32Array(new SharedArrayBuffer(4))
+
 /**
  * The file's text, read through at most `maxBytes` (so a device or FIFO that never ends is cut off); `-` is
  * stdin. Any failure is a ValidationError naming the file as `what`.
@@ -29,7 +31,11 @@ export function readTextFile(file: string, what: string, maxBytes = TEXT_MAX_BYT
         n = fs.readSync(fd, buf, 0, buf.length, null)
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code
-        if (code === 'EAGAIN') continue // a non-blocking stdin pipe with nothing yet
+        if (code === 'EAGAIN') {
+          // A non-blocking stdin pipe with nothing yet: wait a little rather than spin on the CPU.
+          Atomics.wait(PAUSE, 0, 0, 5)
+          continue
+        }
         if (code === 'EOF') break
         throw new ValidationError(`cannot read ${what} ${file}: ${code ?? (err as Error).message}`)
       }
