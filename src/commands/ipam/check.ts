@@ -8,7 +8,7 @@ import {buildReport, type CheckAllocation, checkIpam, type CheckResult, openRepo
 export default class IpamCheck extends BaseCommand {
   static override summary = 'Check IPAM for leaked addresses, leaked and missing handles, and invalid blocks.'
   static override description = [
-    'Read-only. Prints what calicoctl ipam check prints: an address is in use when a workload endpoint lists it (or it is a Windows reservation); there are no Kubernetes Services or node tunnel addresses here, so those sections always find 0.',
+    'Read-only. Prints what calicoctl ipam check prints: an address is in use when a workload endpoint lists it, a Node record names it as a tunnel address (spec.bgp.ipv4IPIPTunnelAddr, spec.ipv4VXLANTunnelAddr, spec.ipv6VXLANTunnelAddr, spec.wireguard.interfaceIPv4Address or interfaceIPv6Address, as Calico writes them on a shared datastore), or it is a Windows reservation. There are no Kubernetes Services here, so that section always finds 0.',
     'Beyond upstream it also reports block affinities without a block and host-affine blocks without an affinity record. The problem count is leaked addresses + in-use addresses outside active pools or without an allocation + leaked handles + invalid blocks + those two affinity findings; missing handles are listed but not counted, as upstream does. The exit status is 0 even when problems are found.',
     'With -o the JSON report (calicoctl\'s format, usable by ipam release --from-report) is written with mode 0600.',
   ].join('\n\n')
@@ -57,7 +57,7 @@ function describe(a: CheckAllocation): string {
   return `Main:${a.handle ?? '<none>'} Extra:${attrText(a.attrs)}${alt}`
 }
 
-/** The text calicoctl prints (reference §4.3), with the ipamctl affinity checks before the summary. */
+/** The text calicoctl prints, with the ipamctl affinity checks before the summary. */
 function checkText(r: CheckResult, o: {all: boolean; problemIps: boolean}): string {
   const l: string[] = ['Checking IPAM for inconsistencies...', '', 'Loading all IPAM blocks...', `Found ${r.blocks.length} IPAM blocks.`]
   for (const b of r.blocks) {
@@ -67,10 +67,12 @@ function checkText(r: CheckResult, o: {all: boolean; problemIps: boolean}): stri
   l.push(`IPAM blocks record ${r.allocations.length} allocations.`, '', 'Loading all IPAM pools...')
   for (const p of r.activePools) l.push(`  ${p}`)
   l.push(`Found ${r.activePools.length} active IP pools.`, '')
-  l.push('Loading all nodes.', 'Found 0 node tunnel IPs.', '')
+  l.push('Loading all nodes.')
+  if (o.all) for (const [ip, owners] of r.owners) for (const w of owners) if (w.startsWith('Node(')) l.push(`  ${ip} belongs to ${w}`)
+  l.push(`Found ${r.nodeTunnelIps} node tunnel IPs.`, '')
   l.push('Loading all service load balancer IPs.', 'No configuration for LoadBalancer kubecontroller found, skipping service check', '')
   l.push('Loading all workload endpoints.')
-  if (o.all) for (const [ip, owners] of r.owners) for (const w of owners) l.push(`  ${ip} belongs to ${w}`)
+  if (o.all) for (const [ip, owners] of r.owners) for (const w of owners) if (w.startsWith('Workload(')) l.push(`  ${ip} belongs to ${w}`)
   l.push(`Found ${r.workloadIps} workload IPs.`, `Workloads and nodes are using ${r.owners.size} IPs.`, '')
   l.push('Loading all handles', 'Looking for top (up to 20) nodes by allocations...')
   for (const n of r.nodeAllocations.slice(0, 20)) l.push(`  ${n.node} has ${n.count} allocations`)

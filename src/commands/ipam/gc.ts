@@ -3,13 +3,14 @@ import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
 import {confirmOrRefuse} from '../../cli/prompt.js'
-import {parseDuration, planGc, runGc} from '../../lib/ipam/gc.js'
+import {type GcCandidate, type GcPlan, parseDuration, planGc, runGc} from '../../lib/ipam/gc.js'
 import {netnsLiveness} from '../../lib/workload/endpoint.js'
 
 export default class IpamGc extends BaseCommand {
   static override summary = 'Release leaked addresses older than a grace period and delete leaked handles.'
   static override description = [
-    'Leaked means what ipam check reports: allocated, not cooling down, and no workload endpoint uses it. An allocation is old enough when its timestamp attribute is older than --grace; one without a timestamp counts as old. The grace period covers a CNI ADD that has allocated but not yet written its endpoint.',
+    'Leaked means what ipam check reports: allocated, not cooling down, and no workload endpoint or Node record (tunnel address) uses it. An allocation is old enough when its timestamp attribute is older than --grace; one without a timestamp counts as old. The grace period covers a CNI ADD that has allocated but not yet written its endpoint.',
+    'Only workload allocations are released: a CNI handle <network>.<containerID> with namespace and pod attributes or an ipamctl.io/netns attribute, as the CNI plugins write them, and not a tunnel type. Any other leak (ipam assign, a tunnel address, another tool\'s allocation) is listed as "leaked, not released: not a workload allocation" and left for ipam release.',
     'Safe on a live cluster: each address is released only if its handle and sequence number are still those seen by the scan and no endpoint claims it meanwhile, and each handle is deleted only if unchanged since the scan; anything else is skipped and reported.',
     'Asks for confirmation on a terminal; pass --yes in scripts (without a terminal and without --yes it refuses, exit 2). --dry-run changes nothing.',
   ].join('\n\n')
@@ -34,18 +35,15 @@ export default class IpamGc extends BaseCommand {
     const ctx = await this.ctx(flags)
     const liveness = netnsLiveness(flags.node ?? os.hostname(), (p) => fs.existsSync(p))
     const plan = await planGc(ctx, {graceMs, nodeNetnsExists: liveness})
-    const verb = dry ? 'Would release' : 'Releasing'
-    const lines: string[] = []
-    for (const c of plan.ips) lines.push(`${verb} ${c.ip} (handle ${c.handle ?? '<none>'}, allocated ${c.creationTimestamp ?? 'at an unknown time'})`)
-    for (const h of plan.handles) lines.push(`${dry ? 'Would delete' : 'Deleting'} leaked handle ${h.id}`)
-    if (plan.tooYoung.length > 0) lines.push(`Leaving ${plan.tooYoung.length} leaked addresses younger than ${flags.grace}: ${plan.tooYoung.map((c) => c.ip).join(', ')}`)
-    if (plan.ips.length === 0 && plan.handles.length === 0) {
+    const lines = planLines(plan, dry, flags.grace)
+    if (plan.ips.length + plan.handles.length + plan.endpoints.length === 0) {
       this.out(`${[...lines, 'Nothing to clean up.'].join('\n')}\n`)
       return
     }
     this.out(`${lines.join('\n')}\n`)
     if (dry) {
-      this.out(`Dry run: would release ${plan.ips.length} addresses and delete ${plan.handles.length} handles; nothing was changed.\n`)
+      const endpoints = plan.endpoints.length > 0 ? ` and ${plan.endpoints.length} endpoint records` : ''
+      this.out(`Dry run: would release ${plan.ips.length} addresses and delete ${plan.handles.length} handles${endpoints}; nothing was changed.\n`)
       return
     }
     if (!(await confirmOrRefuse(question, flags.yes))) {
@@ -59,4 +57,24 @@ export default class IpamGc extends BaseCommand {
     if (r.skippedHandles.length > 0) out.push(`Skipped ${r.skippedHandles.length} handles that changed since the scan: ${r.skippedHandles.join(', ')}`)
     this.out(`${out.join('\n')}\n`)
   }
+}
+
+const allocated = (c: GcCandidate) => `(handle ${c.handle ?? '<none>'}, allocated ${c.creationTimestamp ?? 'at an unknown time'})`
+
+/**
+ * The plan, the same lines in the same order for a dry run and a real one (only the verbs differ): a real run
+ * does exactly this, less what changed since the scan (reported after it).
+ */
+function planLines(plan: GcPlan, dry: boolean, grace: string): string[] {
+  const lines: string[] = []
+  for (const c of plan.ips) lines.push(`${dry ? 'Would release' : 'Releasing'} ${c.ip} ${allocated(c)}`)
+  for (const h of plan.handles) lines.push(`${dry ? 'Would delete' : 'Deleting'} leaked handle ${h.id}`)
+  for (const e of plan.endpoints) lines.push(`${dry ? 'Would delete' : 'Deleting'} endpoint record ${e.name} (its network namespace is gone)`)
+  if (plan.tooYoung.length > 0) lines.push(`Leaving ${plan.tooYoung.length} leaked addresses younger than ${grace}: ${plan.tooYoung.map((c) => c.ip).join(', ')}`)
+  // One header and one short line each: readable with thousands of manual assignments.
+  if (plan.notWorkload.length > 0) {
+    lines.push(`Leaked, not released: not a workload allocation (release it with \`ipam release\`): ${plan.notWorkload.length} addresses`)
+    for (const c of plan.notWorkload) lines.push(`  ${c.ip} ${allocated(c)}`)
+  }
+  return lines
 }

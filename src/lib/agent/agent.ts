@@ -132,6 +132,7 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       metricsUrl = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`
     }
     let gc: GcLoop | undefined
+    let notWorkloadLogged = 0
     if (o.gcIntervalMs > 0) {
       gc = new GcLoop(ctx, {
         intervalMs: o.gcIntervalMs,
@@ -139,7 +140,12 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
         exclusive: (fn) => batcher.alone(fn),
         onPass: (p: GcPass) => {
           counters.gcPasses++
-          metrics.setLeaks({addresses: p.candidates + p.tooYoung, handles: p.leakedHandles})
+          metrics.setLeaks({addresses: p.candidates + p.tooYoung + p.notWorkload, handles: p.leakedHandles})
+          // Said when the number changes, not every pass: these wait for an operator.
+          if (p.notWorkload !== notWorkloadLogged) {
+            notWorkloadLogged = p.notWorkload
+            if (p.notWorkload > 0) o.log(`GC: ${p.notWorkload} leaked addresses are not workload allocations and are not released (ipam gc --dry-run lists them; release them with ipam release)`)
+          }
           if (p.deferred > 0) metrics.gcActions.inc({action: 'deferred'}, p.deferred)
           const r = p.result
           if (!r) return

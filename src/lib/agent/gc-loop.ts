@@ -1,10 +1,12 @@
 // Background GC: `ipam gc`'s plan and run (src/lib/ipam/gc.ts) on a timer, made more careful for an
-// unattended loop. An address is released only once it has looked leaked, past the grace period, on two
-// consecutive passes with the same handle and allocation sequence number (so a re-assignment in between is
-// never mistaken for the same leak), and a handle is deleted only if its revision did not change between the
-// passes. runGc then guards each release by that handle and sequence number once more. Endpoints are not
-// judged by their network namespace here (that needs `ipam gc --node` on the node itself): an address a
-// workload endpoint lists is never a candidate.
+// unattended loop. Like `ipam gc` it releases only workload allocations (isWorkloadAllocation in
+// src/lib/ipam/ownership.ts): a manual assignment or a tunnel address is counted, never released. An address
+// is released only once it has looked leaked, past the grace period, on two consecutive passes with the same
+// handle and allocation sequence number (so a re-assignment in between is never mistaken for the same leak),
+// and a handle is deleted only if its revision did not change between the passes. runGc then guards each
+// release by that handle and sequence number once more. Endpoints are not judged by their network namespace
+// here (that needs `ipam gc --node` on the node itself): an address a workload endpoint lists is never a
+// candidate.
 import type {Ctx} from '../ipam/context.js'
 import {type GcCandidate, type GcPlan, type GcResult, planGc, runGc} from '../ipam/gc.js'
 
@@ -12,6 +14,8 @@ export interface GcPass {
   /** Leaked addresses past the grace period, and younger ones. */
   candidates: number
   tooYoung: number
+  /** Leaked, but not workload allocations: never released by GC (left for `ipam release`). */
+  notWorkload: number
   leakedHandles: number
   /** Seen for the first time (or changed since the last pass): released on the next pass if still leaked. */
   deferred: number
@@ -44,16 +48,20 @@ export class GcLoop {
   /** One pass: scan, then release what the previous pass saw leaked too. */
   async pass(): Promise<GcPass> {
     const plan = await planGc(this.ctx, {graceMs: this.opts.graceMs})
+    // plan.ips holds workload allocations only (planGc's isWorkloadAllocation); plan.notWorkload is counted, never run.
     const confirmed: GcPlan = {
       ips: plan.ips.filter((c) => this.lastIps.get(c.ip) === identity(c)),
       tooYoung: [],
+      notWorkload: [],
       handles: plan.handles.filter((h) => this.lastHandles.get(h.id) === h.revision),
+      endpoints: [],
     }
     this.lastIps = new Map(plan.ips.map((c) => [c.ip, identity(c)]))
     this.lastHandles = new Map(plan.handles.map((h) => [h.id, h.revision]))
     const p: GcPass = {
       candidates: plan.ips.length,
       tooYoung: plan.tooYoung.length,
+      notWorkload: plan.notWorkload.length,
       leakedHandles: plan.handles.length,
       deferred: plan.ips.length - confirmed.ips.length + plan.handles.length - confirmed.handles.length,
     }

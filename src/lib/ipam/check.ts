@@ -1,5 +1,6 @@
-// `ipam check` (reference §4.3): a read-only scan that tells leaked addresses, leaked and missing handles and
-// invalid blocks from live state, plus two affinity checks upstream lacks. Nothing here writes; the JSON report
+// `ipam check`: a read-only scan that tells leaked addresses, leaked and missing handles and invalid blocks
+// from live state, plus two affinity checks upstream lacks. An address is in use when a workload endpoint
+// lists it, a Node record names it as a tunnel address, or it is a Windows reservation. Nothing here writes; the JSON report
 // is what `ipam gc` and `release --from-report` act on.
 import fs from 'node:fs'
 import {packageVersion} from '../package-root.js'
@@ -11,6 +12,7 @@ import {forEachKv, type KeyValue} from '../store/store.js'
 import {decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {type Block, blockProblems, decodeBlock, isCoolingDown, ownerHost, sanitizeHandle, WINDOWS_RESERVED_HANDLE} from './block.js'
 import {type Ctx, listPools} from './context.js'
+import {nodeTunnelAddresses} from './node.js'
 import {decodeAffinity} from './records.js'
 
 export interface CheckAllocation {
@@ -45,8 +47,15 @@ export interface CheckResult {
   /** Every allocation, cooling-down ones included (they still occupy their address). */
   allocations: CheckAllocation[]
   activePools: string[]
-  /** Address → owners (`Workload(<ns>/<name>)`), from WorkloadEndpoint ipNetworks. */
+  /**
+   * Address → owners: `Node(<name>)` for the tunnel addresses Node records name (first), `Workload(<ns>/<name>)`
+   * from WorkloadEndpoint ipNetworks.
+   */
   owners: Map<string, string[]>
+  /** Tunnel addresses named by Node records (calicoctl's "node tunnel IPs"). */
+  nodeTunnelIps: number
+  /** Endpoint records that own nothing because their network namespace is gone (only with `nodeNetnsExists`). */
+  goneEndpoints: GoneEndpoint[]
   workloadIps: number
   /** Non-cooling-down allocations per `node` attribute, most first. */
   nodeAllocations: {node: string; count: number}[]
@@ -65,6 +74,13 @@ export interface CheckResult {
   cluster: ClusterInfo
   /** Upstream's N (leaked + in-use issues + leaked handles + invalid blocks) plus the two affinity extras. */
   problems: number
+}
+
+export interface GoneEndpoint {
+  key: string
+  modRevision: bigint
+  /** `<namespace>/<name>`. */
+  name: string
 }
 
 export interface ClusterInfo {
@@ -86,6 +102,7 @@ export interface CheckOptions {
 }
 
 const ENDPOINT_PREFIX = keys.resourcePrefix('workloadendpoints')
+const NODE_PREFIX = keys.resourcePrefix('nodes')
 
 export const CLUSTER_INFO_KEY = `${keys.resourcePrefix('clusterinformations')}default`
 
@@ -158,24 +175,47 @@ const NO_OWNERS: string[] = []
 const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
 /**
- * Owners of each workload address, from endpoints visited one at a time (check never holds them all). Node
- * records here carry no tunnel addresses and there are no Kubernetes Services, so workload endpoints are the
- * only owners besides the Windows reservation.
+ * Owners of each address in use: the tunnel addresses of Node records (Calico's node agent writes them on a
+ * shared datastore), then workload endpoints, each visited one at a time (check never holds them all). There
+ * are no Kubernetes Services, so these are the only owners besides the Windows reservation.
  */
 class EndpointOwners {
-  /** Address → `Workload(<ns>/<name>)` of each endpoint listing it. */
+  /** Address → `Node(<name>)` / `Workload(<ns>/<name>)` of each record naming it. */
   readonly owners = new Map<string, string[]>()
   readonly outsideActivePools = new Set<string>()
+  nodeTunnelIps = 0
   workloadIps = 0
+  readonly gone: GoneEndpoint[] = []
   private readonly inActivePool: ReturnType<typeof poolMembership>
 
   constructor(active: readonly Cidr[], private readonly nodeNetnsExists?: CheckOptions['nodeNetnsExists']) {
     this.inActivePool = poolMembership(active)
   }
 
+  visitNode(kv: KeyValue): void {
+    const name = kv.key.slice(NODE_PREFIX.length)
+    for (const ip of nodeTunnelAddresses(kv.value)) {
+      this.nodeTunnelIps++
+      this.add(ip, ['Node(', name, ')'].join(''), this.inActivePool.ip(parseIp(ip)))
+    }
+  }
+
+  private add(ip: string, owner: string, pooled: boolean): void {
+    const list = this.owners.get(ip)
+    if (list) {
+      list.push(owner)
+    } else {
+      this.owners.set(ip, [owner])
+      if (!pooled) this.outsideActivePools.add(ip)
+    }
+  }
+
   visit(kv: KeyValue): void {
     const w = decodeWorkloadEndpoint(kv.value)
-    if (this.nodeNetnsExists && !this.nodeNetnsExists(w)) return
+    if (this.nodeNetnsExists && !this.nodeNetnsExists(w)) {
+      this.gone.push({key: kv.key, modRevision: kv.modRevision, name: `${w.namespace}/${w.name}`})
+      return
+    }
     // Joined rather than a template literal: V8 would keep each owner as a tree of four string pieces.
     const owner = ['Workload(', w.namespace, '/', w.name, ')'].join('')
     for (const n of w.ipNetworks) {
@@ -194,13 +234,7 @@ class EndpointOwners {
         pooled = this.inActivePool.ip(parsed)
       }
       this.workloadIps++
-      const list = this.owners.get(ip)
-      if (list) {
-        list.push(owner)
-      } else {
-        this.owners.set(ip, [owner])
-        if (!pooled) this.outsideActivePools.add(ip)
-      }
+      this.add(ip, owner, pooled)
     }
   }
 }
@@ -287,7 +321,11 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   const handlePrefix = keys.handlePrefix()
   const progress = (done: number) => opts.onProgress?.('Checking blocks', done, Math.max(done, blockTotal))
   const [, , affinityKvs, cluster] = await Promise.all([
-    forEachKv(ctx.store, ENDPOINT_PREFIX, (kv) => endpoints.visit(kv)),
+    // Nodes before endpoints, as calicoctl loads them: an address with both owners lists the node first.
+    (async () => {
+      await forEachKv(ctx.store, NODE_PREFIX, (kv) => endpoints.visitNode(kv))
+      await forEachKv(ctx.store, ENDPOINT_PREFIX, (kv) => endpoints.visit(kv))
+    })(),
     (async () => {
       await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
         progress(scan.visited)
@@ -310,7 +348,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     ctx.store.list(keys.allHostAffinitiesPrefix()),
     readClusterInfo(ctx),
   ])
-  const {owners, outsideActivePools, workloadIps} = endpoints
+  const {owners, outsideActivePools, nodeTunnelIps, workloadIps, gone: goneEndpoints} = endpoints
   const {blocks, allocations, invalidBlocks, blockCidrs, hostAffine} = scan
   const missingHandles = [...scan.referenced].sort()
 
@@ -373,6 +411,8 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     allocations,
     activePools: active.map((p) => formatCidr(p)),
     owners,
+    nodeTunnelIps,
+    goneEndpoints,
     workloadIps,
     nodeAllocations,
     leaked,
@@ -390,7 +430,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   }
 }
 
-// ---- the report (§4.3): what `release --from-report` and other tools read.
+// ---- the report: what `release --from-report` and other tools read.
 
 export interface ReportEntry {
   ip: string

@@ -1,12 +1,14 @@
-// `ipam gc`: repair what `ipam check` finds leaked, safely on a live cluster. Every release is guarded by the
-// handle and the sequence number seen during the scan, so an address released and re-assigned meanwhile is
-// never touched; every handle delete is guarded by the mod revision seen during the scan.
+// `ipam gc`: repair what `ipam check` finds leaked, safely on a live cluster. Only workload allocations are
+// released (isWorkloadAllocation, docs/gc-ownership.md); any other leak is reported for `ipam release`. Every
+// release is guarded by the handle and the sequence number seen during the scan, so an address released and
+// re-assigned meanwhile is never touched; every handle delete is guarded by the mod revision seen during the scan.
 import {ConflictError, ValidationError} from '../errors.js'
 import {formatIp, tryParseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import {listWorkloadEndpoints} from '../workload/endpoint.js'
-import {type CheckAllocation, checkIpam, type CheckOptions} from './check.js'
+import {type CheckAllocation, checkIpam, type CheckOptions, type GoneEndpoint} from './check.js'
 import type {Ctx} from './context.js'
+import {isWorkloadAllocation} from './ownership.js'
 import {releaseIps} from './release.js'
 
 export interface GcCandidate {
@@ -17,10 +19,15 @@ export interface GcCandidate {
 }
 
 export interface GcPlan {
+  /** Leaked workload allocations past the grace period: what a run releases. */
   ips: GcCandidate[]
   /** Leaked, but younger than the grace period: an allocation whose endpoint may still be being written. */
   tooYoung: GcCandidate[]
+  /** Leaked, but not workload allocations (whatever their age): reported, never released by GC. */
+  notWorkload: GcCandidate[]
   handles: {id: string; revision: bigint}[]
+  /** Endpoint records of pods whose network namespace is gone (only with a liveness check): deleted by a run. */
+  endpoints: GoneEndpoint[]
 }
 
 export interface GcResult {
@@ -68,14 +75,19 @@ const candidate = (a: CheckAllocation): GcCandidate => ({
 })
 
 /**
- * What gc would do: leaked allocations older than `graceMs` (by their `timestamp` attribute; an allocation
- * without a readable one counts as old) and leaked handles.
+ * What gc would do: leaked workload allocations older than `graceMs` (by their `timestamp` attribute; an
+ * allocation without a readable one counts as old) and leaked handles. Leaked allocations that are not a
+ * workload's go to `notWorkload`, never to `ips`.
  */
 export async function planGc(ctx: Ctx, opts: {graceMs: number} & Pick<CheckOptions, 'nodeNetnsExists' | 'onProgress'>): Promise<GcPlan> {
   const r = await checkIpam(ctx, opts)
   const cutoff = ctx.clock.now().getTime() - opts.graceMs
-  const plan: GcPlan = {ips: [], tooYoung: [], handles: r.leakedHandles.map((h) => ({...h}))}
+  const plan: GcPlan = {ips: [], tooYoung: [], notWorkload: [], handles: r.leakedHandles.map((h) => ({...h})), endpoints: r.goneEndpoints}
   for (const a of r.leaked) {
+    if (!isWorkloadAllocation(a.attrs, a.handle)) {
+      plan.notWorkload.push(candidate(a))
+      continue
+    }
     const at = a.creationTimestamp === undefined ? undefined : parseGoTime(a.creationTimestamp)
     if (at !== undefined && at.getTime() > cutoff) plan.tooYoung.push(candidate(a))
     else plan.ips.push(candidate(a))
@@ -83,18 +95,17 @@ export async function planGc(ctx: Ctx, opts: {graceMs: number} & Pick<CheckOptio
   return plan
 }
 
-/** Carry out a plan. Anything that changed since the scan is skipped, never forced. */
+/**
+ * Carry out a plan, and nothing outside it (so a dry run's listing of the plan is exactly what a run does, less
+ * what changed meanwhile). Anything that changed since the scan is skipped, never forced.
+ */
 export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'nodeNetnsExists'> = {}): Promise<GcResult> {
   const out: GcResult = {released: [], skippedIps: [], deletedHandles: [], skippedHandles: [], deletedEndpoints: []}
-  const dead: {key: string; modRevision: bigint; name: string}[] = []
   // An endpoint written since the scan (a re-ADD of the same container keeps handle and sequence number)
   // makes its address live again: look once more right before releasing.
   const owned = new Set<string>()
   for (const w of await listWorkloadEndpoints(ctx.store)) {
-    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) {
-      dead.push({key: w.kv.key, modRevision: w.kv.modRevision, name: `${w.namespace}/${w.name}`})
-      continue
-    }
+    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) continue
     for (const n of w.ipNetworks) {
       const ip = tryParseIp(n.split('/')[0]!)
       if (ip) owned.add(formatIp(ip.family, ip.value))
@@ -121,8 +132,9 @@ export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'no
     if (r.succeeded) out.deletedHandles.push(h.id)
     else out.skippedHandles.push(h.id)
   }
-  // The pods are gone and their addresses released: their records would otherwise claim nothing forever.
-  for (const d of dead) {
+  // The pods are gone: their records would otherwise claim nothing forever. Guarded by the scan's revision, so
+  // a record rewritten since (a new ADD under the same name) stays.
+  for (const d of plan.endpoints) {
     const r = await ctx.store.txn([{key: d.key, modRevision: d.modRevision}], [{delete: d.key}])
     if (r.succeeded) out.deletedEndpoints.push(d.name)
   }

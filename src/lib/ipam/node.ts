@@ -2,6 +2,7 @@
 import {randomUuid} from '../random.js'
 import {encodeJson, goMap, type JsonValue, parseJson} from '../codec/gojson.js'
 import {ValidationError} from '../errors.js'
+import {formatIp, tryParseIp} from '../net/cidr.js'
 import {isValidHandleId, isValidHostName, keys} from '../store/keys.js'
 import type {Store} from '../store/store.js'
 import {rfc3339} from './time.js'
@@ -92,4 +93,30 @@ export async function upsertNode(store: Store, name: string, labels: Record<stri
     const r = await store.txn([guard], [{put: key, value: encodeNode(node)}])
     if (r.succeeded) return {node, created: !kv}
   }
+}
+
+/**
+ * The tunnel addresses a Node record names (written by Calico's node agent on a shared datastore): these
+ * addresses are in use by the node, never leaked. Every address field Calico has is read, IPv6 ones too, so
+ * none is ever mistaken for a leak. Values are normalized as formatIp writes them; an unreadable record or
+ * field names nothing (check stays usable on damaged data).
+ */
+export function nodeTunnelAddresses(text: string): string[] {
+  let spec: Record<string, unknown>
+  try {
+    spec = ((parseJson(text) as {spec?: unknown})?.spec ?? {}) as Record<string, unknown>
+  } catch {
+    return []
+  }
+  if (typeof spec !== 'object' || spec === null) return []
+  const sub = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {})
+  const bgp = sub(spec.bgp)
+  const wg = sub(spec.wireguard)
+  const out: string[] = []
+  for (const v of [bgp.ipv4IPIPTunnelAddr, spec.ipv4VXLANTunnelAddr, spec.ipv6VXLANTunnelAddr, wg.interfaceIPv4Address, wg.interfaceIPv6Address]) {
+    if (typeof v !== 'string' || v === '') continue
+    const ip = tryParseIp(v.split('/')[0]!.trim())
+    if (ip) out.push(formatIp(ip.family, ip.value))
+  }
+  return out
 }

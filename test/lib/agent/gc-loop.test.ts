@@ -15,8 +15,10 @@ import { assertInvariants, freshCtx, seed } from '../ipam/helpers.ts';
 
 const MIN = 60_000;
 
-async function allocate(ctx: Ctx, handle: string): Promise<string> {
-  const attrs = { node: 'node-1', timestamp: goTimeString(ctx.clock.now()) };
+/** A workload allocation, as the CNI plugin writes it: handle `<network>.<containerID>`, namespace and pod. */
+async function allocate(ctx: Ctx, containerId: string): Promise<string> {
+  const handle = `k8s-pod-network.${containerId}`;
+  const attrs = { node: 'node-1', namespace: 'default', pod: containerId, timestamp: goTimeString(ctx.clock.now()) };
   return (await autoAssign(ctx, { host: 'node-1', num4: 1, num6: 0, handle, attrs })).v4.ips[0]!.address;
 }
 
@@ -51,13 +53,13 @@ describe('agent GC loop', () => {
     await releaseIps(ctx, [{ ip }]);
     // The same address for another handle (cooldown over), looking leaked and old enough too.
     clock.advance(11 * 60);
-    const attrs = { node: 'node-1', timestamp: goTimeString(new Date(clock.now().getTime() - 11 * MIN)) };
-    await assignIp(ctx, { ip, host: 'node-1', handle: 'second', attrs });
+    const attrs = { node: 'node-1', namespace: 'default', pod: 'second', timestamp: goTimeString(new Date(clock.now().getTime() - 11 * MIN)) };
+    await assignIp(ctx, { ip, host: 'node-1', handle: 'k8s-pod-network.second', attrs });
     const p = await loop.pass();
     assert.equal(p.candidates, 1);
     assert.equal(p.result, undefined, 'the second pass saw a different allocation than the first');
     const st = await ipStatus(ctx, ip);
-    assert.ok(st.state === 'assigned' && st.owner.handle === 'second');
+    assert.ok(st.state === 'assigned' && st.owner.handle === 'k8s-pod-network.second');
     assert.deepEqual((await loop.pass()).result?.released, [ip], 'seen twice now');
   });
 

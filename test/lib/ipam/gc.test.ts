@@ -61,8 +61,8 @@ for (const [name, open] of [
   describe(`ipam gc (${name})`, () => {
     it('respects the grace period; allocations without a timestamp count as old', async () => {
       const { ctx, clock } = await setup(open);
-      const young = await allocate(ctx, 'h-young');
-      const noTs = await allocate(ctx, 'h-nots', { timestamp: false });
+      const young = await allocate(ctx, 'net.young');
+      const noTs = await allocate(ctx, 'net.nots', { timestamp: false });
       clock.advance(5 * 60);
       let plan = await planGc(ctx, { graceMs: TEN_MIN });
       assert.deepEqual(plan.tooYoung.map((c) => c.ip), [young]);
@@ -73,19 +73,19 @@ for (const [name, open] of [
       const r = await runGc(ctx, plan);
       assert.deepEqual(r.released.sort(), [young, noTs].sort());
       assert.equal((await ipStatus(ctx, young)).state, 'free');
-      assert.equal(await handleCounts(ctx.store, 'h-young'), undefined);
+      assert.equal(await handleCounts(ctx.store, 'net.young'), undefined);
       await assertInvariants(ctx.store, clock.now());
     });
 
     it('never releases an address re-assigned since the scan (sequence-number guard)', async () => {
       const { ctx, clock } = await setup(open);
-      const ip = await allocate(ctx, 'h-reuse');
+      const ip = await allocate(ctx, 'net.reuse');
       const plan = await planGc(ctx, { graceMs: 0 });
       assert.deepEqual(plan.ips.map((c) => c.ip), [ip]);
       // Meanwhile: released and handed out again, even under the same handle.
       await releaseIps(ctx, [{ ip }]);
       clock.advance(1);
-      await assignIp(ctx, { ip, host: 'node-1', handle: 'h-reuse', attrs: { node: 'node-1' } });
+      await assignIp(ctx, { ip, host: 'node-1', handle: 'net.reuse', attrs: { node: 'node-1' } });
       const r = await runGc(ctx, plan);
       assert.deepEqual([r.released, r.skippedIps], [[], [ip]]);
       assert.equal((await ipStatus(ctx, ip)).state, 'assigned');
@@ -93,9 +93,9 @@ for (const [name, open] of [
 
     it('never touches an address whose workload endpoint exists, even one written after the scan', async () => {
       const { ctx } = await setup(open);
-      const live = await allocate(ctx, 'h-live');
+      const live = await allocate(ctx, 'net.live');
       await writeWep(ctx, 'live', live);
-      const late = await allocate(ctx, 'h-late');
+      const late = await allocate(ctx, 'net.late');
       const plan = await planGc(ctx, { graceMs: 0 });
       assert.deepEqual(plan.ips.map((c) => c.ip), [late]);
       await writeWep(ctx, 'late', late);
@@ -120,7 +120,7 @@ for (const [name, open] of [
 
     it('planning (a dry run) changes nothing', async () => {
       const { ctx, store } = await setup(open);
-      await allocate(ctx, 'h-leak', { timestamp: false });
+      await allocate(ctx, 'net.leak', { timestamp: false });
       await seed(store, keys.handle('orphan'), '{"block":{"10.65.0.0/26":1},"deleted":false}');
       const before = await store.revision();
       const dump = JSON.stringify(await store.list('/'), (_k, v) => (typeof v === 'bigint' ? String(v) : v));
