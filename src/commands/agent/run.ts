@@ -10,7 +10,7 @@ export default class AgentRun extends BaseCommand {
   static override description = [
     'One agent per node holds the datastore connection and is the node\'s only IPAM writer: the ipamctl-ipam plugin sends ADD and DEL to it over a unix socket instead of opening the datastore itself (and falls back to the datastore when no agent answers). Concurrent auto-assign requests are served in batches, one block transaction for many pods.',
     'The socket is created with mode 0660; a socket left by a dead agent is replaced, a live agent\'s is not (exit 4). The agent logs one "ready on <socket>" line to stderr when it serves, and on SIGTERM or SIGINT answers the requests in flight, closes the datastore, removes the socket and exits 0.',
-    'Metrics are served on --metrics-address (loopback by default; "" turns the listener off; GET /metrics on the socket works either way). --gc-interval runs ipam gc\'s logic in the background: an address is released only after two consecutive passes found it leaked, older than --gc-grace, with the same handle and sequence number.',
+    'Metrics are served on --metrics-address (loopback by default; "" turns the listener off; GET /metrics on the socket works either way). --gc-interval runs ipam gc\'s logic in the background: it releases only workload allocations (as ipam gc), and an address only after two consecutive passes found it leaked, older than --gc-grace, with the same handle and sequence number.',
   ].join('\n\n')
   static override examples = [
     '<%= config.bin %> <%= command.id %> --node $(hostname)',

@@ -12,7 +12,7 @@ export default class IpamGc extends BaseCommand {
     'Leaked means what ipam check reports: allocated, not cooling down, and no workload endpoint or Node record (tunnel address) uses it. An allocation is old enough when its timestamp attribute is older than --grace; one without a timestamp counts as old. The grace period covers a CNI ADD that has allocated but not yet written its endpoint.',
     'Only workload allocations are released: a CNI handle <network>.<containerID> with namespace and pod attributes or an ipamctl.io/netns attribute, as the CNI plugins write them, and not a tunnel type. Any other leak (ipam assign, a tunnel address, another tool\'s allocation) is listed as "leaked, not released: not a workload allocation" and left for ipam release.',
     'Safe on a live cluster: each address is released only if its handle and sequence number are still those seen by the scan and no endpoint claims it meanwhile, and each handle is deleted only if unchanged since the scan; anything else is skipped and reported.',
-    'Asks for confirmation on a terminal; pass --yes in scripts (without a terminal and without --yes it refuses, exit 2). --dry-run changes nothing.',
+    'Asks for confirmation on a terminal; pass --yes in scripts (without a terminal and without --yes it refuses, exit 2). --dry-run prints the same plan, line for line, and changes nothing.',
   ].join('\n\n')
   static override examples = [
     '<%= config.bin %> <%= command.id %> --dry-run',
