@@ -81,7 +81,11 @@ export async function listNodes(store: Store): Promise<NodeRecord[]> {
   return (await store.list(keys.resourcePrefix('nodes'))).map((kv) => decodeNode(kv.value))
 }
 
-/** Create a node, or replace the labels of an existing one. */
+/**
+ * Create a node, or replace the labels of an existing one. An existing record is rewritten with only its labels
+ * changed: on a datastore shared with Calico the record also holds the node's BGP settings and tunnel addresses
+ * (which `ipam check` counts as in use), annotations and fields ipamctl does not know, and none of that is ours.
+ */
 export async function upsertNode(store: Store, name: string, labels: Record<string, string>, now: Date): Promise<{node: NodeRecord; created: boolean}> {
   validateHostName(name)
   validateLabels(labels)
@@ -89,10 +93,36 @@ export async function upsertNode(store: Store, name: string, labels: Record<stri
   for (;;) {
     const kv = await store.get(key)
     const node = kv ? {...decodeNode(kv.value), labels} : newNode(name, labels, now)
+    const value = kv ? withLabels(kv.value, labels) : encodeNode(node)
     const guard = kv ? {key, modRevision: kv.modRevision} : {key, absent: true as const}
-    const r = await store.txn([guard], [{put: key, value: encodeNode(node)}])
+    const r = await store.txn([guard], [{put: key, value}])
     if (r.succeeded) return {node, created: !kv}
   }
+}
+
+/** ObjectMeta fields that Go writes after `labels`: a new `labels` goes before the first of them. */
+const AFTER_LABELS = new Set(['annotations', 'ownerReferences', 'finalizers', 'managedFields'])
+
+/** The stored record with its labels replaced and every other field kept as it was, in its order. */
+export function withLabels(text: string, labels: Record<string, string>): string {
+  const raw = parseJson(text)
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError('the stored Node record is not a JSON object; fix or delete it first')
+  const md = raw.metadata
+  const meta = typeof md === 'object' && md !== null && !Array.isArray(md) ? md : {}
+  const out = new Map<string, unknown>()
+  const value = Object.keys(labels).length > 0 ? goMap(labels) : undefined
+  let placed = false
+  for (const [k, v] of Object.entries(meta)) {
+    if (!placed && (k === 'labels' || AFTER_LABELS.has(k))) {
+      out.set('labels', value)
+      placed = true
+    }
+    if (k !== 'labels') out.set(k, v)
+  }
+  if (!placed) out.set('labels', value)
+  const record = new Map<string, unknown>(Object.entries(raw))
+  record.set('metadata', out)
+  return encodeJson(record)
 }
 
 /**
