@@ -75,11 +75,12 @@ export function assignedIps(block: Block, ordinals: readonly number[]): Assigned
 }
 
 /**
- * Attribute keys the CNI plugins write (cni/netconf.ts `allocationAttrs`) and the IPAM reads back to decide
- * whose an address is: `node` (borrowed views, `node list`, `node remove --release-addresses`), `timestamp`
- * (gc's grace period), `pod` and `namespace` (what owns a workload address). A user-given attribute with one of
- * these keys would override that ownership record, so user-facing paths refuse them
- * (`refuseReservedAttributes`). Other keys, `type` included (tunnel addresses assigned by hand), stay free.
+ * Attribute keys the CNI plugins write (cni/netconf.ts `allocationAttrs`) and that are read back to decide whose
+ * an address is: `node` (borrowed views, `node list`, `node remove --release-addresses`), `timestamp` (gc's grace
+ * period), `pod` and `namespace` (Calico's own garbage collector, which can share an etcd datastore with us, takes
+ * an address carrying both as that pod's and frees it once the pod is gone). A user-given value for one of them
+ * would forge that record, so the CLI refuses them (`refuseReservedAttributes`). Other keys, `type` included
+ * (tunnel addresses assigned by hand), stay free.
  */
 export const RESERVED_ATTRIBUTE_KEYS: readonly string[] = ['node', 'timestamp', 'pod', 'namespace']
 
@@ -93,9 +94,10 @@ export function refuseReservedAttributes(attrs: Readonly<Record<string, string>>
 }
 
 /**
- * For every caller, plugins included: a `node` attribute, when given, must name the host the address is assigned
- * to. It is what says which node an address belongs to, so a different value would file the address under a
- * node that does not hold it.
+ * For every caller, plugins and the agent included: a `node` attribute, when given, must name the host the
+ * address is assigned to; a different value would file the address under a node that does not hold it. The
+ * plugins (and the agent, which relays their requests over a socket only its owner and group may open) legitimately send the other
+ * reserved keys, taken from the CNI arguments, so those are not refused here.
  */
 export function validateOwnerAttributes(host: string, attrs: Readonly<Record<string, string>> | undefined): void {
   const node = attrs?.node
