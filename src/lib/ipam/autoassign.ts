@@ -96,8 +96,8 @@ export function refuseReservedAttributes(attrs: Readonly<Record<string, string>>
 /**
  * For every caller, plugins and the agent included: a `node` attribute, when given, must name the host the
  * address is assigned to; a different value would file the address under a node that does not hold it. The
- * plugins (and the agent, which relays their requests over a socket only its owner and group may open) legitimately send the other
- * reserved keys, taken from the CNI arguments, so those are not refused here.
+ * plugins (and the agent, which relays their requests over a socket only its owner and group may open)
+ * legitimately send the other reserved keys, taken from the CNI arguments, so those are not refused here.
  */
 export function validateOwnerAttributes(host: string, attrs: Readonly<Record<string, string>> | undefined): void {
   const node = attrs?.node
