@@ -21,14 +21,6 @@ export interface NodeRemoval {
   endpointsDeleted: number
 }
 
-/** What removing the node would touch; read-only, so a command can show it before asking. */
-export interface NodeFootprint {
-  hasRecord: boolean
-  affinities: number
-  addresses: number
-  endpoints: number
-}
-
 interface Owned {
   ip: string
   handle?: string
@@ -87,13 +79,6 @@ function assertKnown(host: string, s: Awaited<ReturnType<typeof scan>>, releaseA
   if (!s.record && !s.legacy && s.affs.length === 0 && !leftovers) throw new NotFoundError(`node ${host} not found: no node record, block affinities or addresses`)
 }
 
-export async function nodeFootprint(ctx: Ctx, host: string, opts: {releaseAddresses: boolean}): Promise<NodeFootprint> {
-  validateHostName(host)
-  const s = await scan(ctx, host)
-  assertKnown(host, s, opts.releaseAddresses)
-  return {hasRecord: !!s.record, affinities: s.affs.length, addresses: s.owned.length, endpoints: s.endpoints.length}
-}
-
 /** Delete `key` if it still exists, re-reading on a race so a concurrent update is not lost silently. */
 async function deleteKey(ctx: Ctx, key: string): Promise<boolean> {
   return withRetry(ctx, async () => {
@@ -145,14 +130,16 @@ export async function planNodeRemoval(ctx: Ctx, host: string, opts: {releaseAddr
   }
   const released = new Set([...handles.flatMap((h) => h.ips), ...ips.map((o) => o.ip)])
   const now = ctx.clock.now()
+  const ownBlocks = new Map(s.blocks.filter((b) => ownerHost(b.block) === host).map((b) => [formatCidr(b.block.cidr), b.block]))
   const affinities = s.affs.flatMap((key): NodeRemovalPlan['affinities'] => {
     const a = parseAffinityKey(key)
     if (!a) return []
     const cidr = formatCidr(a.cidr)
-    const stored = s.blocks.find((b) => formatCidr(b.block.cidr) === cidr)
-    if (!stored || stored.block.affinity !== `host:${host}`) return [{key, cidr, outcome: 'stale'}]
+    const block = ownBlocks.get(cidr)
+    // An affinity whose block is gone or owned by another host is only deleted (releaseBlockAffinity's 'stale').
+    if (!block) return [{key, cidr, outcome: 'stale'}]
     // The block as it will be once the addresses above are released, judged by releaseBlockAffinity's rule.
-    const after = cloneBlock(stored.block)
+    const after = cloneBlock(block)
     const ordinals = [...liveAllocations(after)].filter((x) => released.has(x.ip)).map((x) => x.ordinal)
     markReleased(after, ordinals, now, s.cooldownSeconds, {recordSeq: false})
     return [{key, cidr, outcome: isEmpty(after) ? 'deleted-block' : 'released'}]
