@@ -20,3 +20,15 @@ export function render(format: OutputFormat, data: unknown, table: () => string)
   if (format === 'yaml') return toYaml(data)
   return table()
 }
+
+/** The first line of every `--dry-run` output in table form; what follows is exactly what the real run prints. */
+export const DRY_RUN_HEADER = 'Dry run: nothing was changed. Without --dry-run this command would print:'
+
+/**
+ * Output of a command that has a `--dry-run`: the real run's rendering of `data`, or, for a dry run, the same
+ * rendering under DRY_RUN_HEADER (table) or with `dryRun: true` first (JSON, YAML), so the two can be compared.
+ */
+export function renderRun(format: OutputFormat, dryRun: boolean, data: object, table: () => string): string {
+  if (!dryRun) return render(format, data, table)
+  return render(format, {dryRun: true, ...data}, () => `${DRY_RUN_HEADER}\n${table()}`)
+}

@@ -45,7 +45,7 @@ describe('ipam assign', {concurrency: true}, () => {
 
   test('--handle then release --handle releases them all and prints the count', async () => {
     const sb = await pools();
-    const assigned = lines(await sb.ok('ipam', 'assign', '--host', 'node-1', '--count', '2', '--count6', '1', '--handle', 'pod-b', '--attr', 'pod=web-0', '--attr', 'namespace=default'));
+    const assigned = lines(await sb.ok('ipam', 'assign', '--host', 'node-1', '--count', '2', '--count6', '1', '--handle', 'pod-b', '--attr', 'app=web'));
     assert.equal(assigned.length, 3);
     assert.equal(
       await sb.ok('ipam', 'release', '--yes', '--handle', 'pod-b'),

@@ -3,10 +3,11 @@
 import assert from 'node:assert/strict';
 import {describe, test} from 'node:test';
 import {parse as parseYaml} from 'yaml';
+import {addEnv, ipamPluginProc, resultIp} from '../support/agent.ts';
 import {assertRejected, fixture, sandbox, type Sandbox} from './helpers.ts';
 
 // Every pool is exactly one block, so block CIDRs are known in advance:
-//   a  10.40.0.0/26 (block /26): node-1 holds 5 addresses (.0-.4, handle h-a, pod/namespace attributes)
+//   a  10.40.0.0/26 (block /26): node-1 holds 5 addresses (.0-.4, handle h-a, an app attribute)
 //   b  10.41.0.0/29 (block /29): node-2 holds 3 addresses (.0-.2, no handle) → 37.5% / 62.5% round half to even
 //   v6 fd00:40::/64: no allocations, 2^64 addresses
 const state = (): Promise<Sandbox> =>
@@ -14,7 +15,7 @@ const state = (): Promise<Sandbox> =>
     ['pool', 'create', 'a', '--cidr', '10.40.0.0/26'],
     ['pool', 'create', 'b', '--cidr', '10.41.0.0/29', '--block-size', '29'],
     ['pool', 'create', 'v6', '--cidr', 'fd00:40::/64'],
-    ['ipam', 'assign', '--host', 'node-1', '--count', '5', '--handle', 'h-a', '--attr', 'pod=web-0', '--attr', 'namespace=default'],
+    ['ipam', 'assign', '--host', 'node-1', '--count', '5', '--handle', 'h-a', '--attr', 'app=web'],
     ['ipam', 'assign', '--host', 'node-2', '--count', '3'],
   ]);
 
@@ -80,7 +81,7 @@ describe('ipam show', {concurrency: true}, () => {
     const out = await (await state()).ok('ipam', 'show', '--ip', '10.40.0.3');
     assert.match(
       out,
-      /^IP 10\.40\.0\.3 is in use\nHandle ID: h-a\nActive Owner Attributes:\n {2}namespace: default\n {2}node: node-1\n {2}pod: web-0\n {2}timestamp: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC\n$/,
+      /^IP 10\.40\.0\.3 is in use\nHandle ID: h-a\nActive Owner Attributes:\n {2}app: web\n {2}node: node-1\n {2}timestamp: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC\n$/,
     );
   });
 
@@ -133,7 +134,13 @@ describe('ipam show', {concurrency: true}, () => {
     const sb = sandbox();
     await sb.ok('pool', 'create', 'one', '--cidr', '10.42.0.0/26');
     assert.equal(await sb.ok('ipam', 'assign', '--host', 'hostA'), '10.42.0.0\n');
-    assert.equal(await sb.ok('ipam', 'assign', '--host', 'hostB', '--attr', 'pod=web-0', '--attr', 'namespace=default'), '10.42.0.1\n');
+    // A pod's address, as the IPAM plugin records it (the CLI refuses the pod and namespace attributes).
+    const add = await ipamPluginProc(
+      {...addEnv('web'), CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0'},
+      {cniVersion: '1.0.0', name: 'net', type: 'ipamctl-ipam', nodename: 'hostB', datastore_path: sb.db, ipam_lock_file: `${sb.dir}/ipam.lock`, ipam: {type: 'ipamctl-ipam'}},
+    );
+    assert.equal(add.code, 0, add.stdout + add.stderr);
+    assert.equal(resultIp(add.stdout), '10.42.0.1');
     assert.equal(
       await sb.ok('ipam', 'show', '--show-borrowed'),
       [

@@ -10,7 +10,7 @@ describe('reservation', {concurrency: true}, () => {
   test('create, list as table/json/yaml, delete --yes', async () => {
     const sb = sandbox();
     assert.equal(
-      await sb.ok('reservation', 'create', 'gw', '--cidr', '10.65.0.1', '--cidr', '10.65.1.9/24'),
+      await sb.ok('reservation', 'create', 'gw', '--cidr', '10.65.0.1', '--cidr', '10.65.1.0/24'),
       'Successfully created IP reservation gw (10.65.0.1/32, 10.65.1.0/24)\n',
     );
     assert.equal(await sb.ok('reservation', 'create', 'v6', '--cidr', 'fd80::1'), 'Successfully created IP reservation v6 (fd80::1/128)\n');

@@ -4,7 +4,7 @@ import {render} from '../../cli/render.js'
 import {parseKeyValues} from '../../lib/args.js'
 import {ExhaustedError, ValidationError} from '../../lib/errors.js'
 import {assignIps} from '../../lib/ipam/assign-ip.js'
-import {autoAssign, shortfall} from '../../lib/ipam/autoassign.js'
+import {autoAssign, refuseReservedAttributes, shortfall} from '../../lib/ipam/autoassign.js'
 import {goTimeString} from '../../lib/ipam/time.js'
 
 export default class IpamAssign extends BaseCommand {
@@ -24,13 +24,15 @@ Prints one address per line. If fewer addresses than requested could be assigned
     ip: Flags.string({multiple: true, summary: 'Assign this specific address (repeatable).', exclusive: ['count', 'count6', 'pool']}),
     pool: Flags.string({multiple: true, summary: 'Use only these pools (name or CIDR, repeatable), in this order.'}),
     handle: Flags.string({summary: 'Handle ID recording who owns the addresses (release them later with --handle).'}),
-    attr: Flags.string({multiple: true, summary: 'Extra owner attribute KEY=VALUE (repeatable).'}),
+    attr: Flags.string({multiple: true, summary: 'Extra owner attribute KEY=VALUE (repeatable); node, timestamp, pod and namespace are set by ipamctl and refused.'}),
     output: outputFlag,
   }
 
   async run(): Promise<void> {
     const {flags} = await this.parse(IpamAssign)
-    const attrs = {...parseKeyValues(flags.attr, 'attribute'), timestamp: goTimeString(new Date())}
+    const given = parseKeyValues(flags.attr, 'attribute')
+    refuseReservedAttributes(given)
+    const attrs = {...given, timestamp: goTimeString(new Date())}
     const ctx = await this.ctx(flags)
     const common = {host: flags.host, handle: flags.handle, attrs}
     if (flags.ip) {

@@ -4,7 +4,7 @@ import {ConflictError, ValidationError} from '../errors.js'
 import {type Cidr, containsIp, formatCidr, formatIp, type Ip, maskIp, parseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import {type Block, encodeBlock, newBlock, ordinalOf, takeOrdinal} from './block.js'
-import {type AssignedIp, ownerAttribute} from './autoassign.js'
+import {type AssignedIp, ownerAttribute, validateOwnerAttributes} from './autoassign.js'
 import {type Ctx, listPools, loadBlock, loadConfig, withRetry, WriteBatch} from './context.js'
 import {ensureNode, validateHandleId, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
@@ -54,6 +54,7 @@ export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<Ass
   if (ips.length === 0) throw new ValidationError('no IP address given')
   validateHostName(rest.host)
   validateHandleId(rest.handle)
+  validateOwnerAttributes(rest.host, rest.attrs)
   const [cfg, pools, reservations] = await Promise.all([loadConfig(ctx), listPools(ctx), listReservations(ctx)])
   const targets = resolveTargets(ips, pools, rest.use)
   const reserved = reservedMatcher(reservations)

@@ -74,18 +74,51 @@ export function assignedIps(block: Block, ordinals: readonly number[]): Assigned
   })
 }
 
+/**
+ * Attribute keys the CNI plugins write (cni/netconf.ts `allocationAttrs`) and that are read back to decide whose
+ * an address is: `node` (borrowed views, `node list`, `node remove --release-addresses`), `timestamp` (gc's grace
+ * period), `pod` and `namespace` (Calico's own garbage collector, which can share an etcd datastore with us, takes
+ * an address carrying both as that pod's and frees it once the pod is gone). A user-given value for one of them
+ * would forge that record, so the CLI refuses them (`refuseReservedAttributes`). Other keys, `type` included
+ * (tunnel addresses assigned by hand), stay free.
+ */
+export const RESERVED_ATTRIBUTE_KEYS: readonly string[] = ['node', 'timestamp', 'pod', 'namespace']
+
+/** For attributes typed by a user (`ipam assign --attr`): none may use a reserved key. */
+export function refuseReservedAttributes(attrs: Readonly<Record<string, string>>): void {
+  for (const k of Object.keys(attrs)) {
+    if (RESERVED_ATTRIBUTE_KEYS.includes(k)) {
+      throw new ValidationError(`attribute key ${JSON.stringify(k)} is reserved (${RESERVED_ATTRIBUTE_KEYS.join(', ')} are set by ipamctl itself); choose another key`)
+    }
+  }
+}
+
+/**
+ * For every caller, plugins and the agent included: a `node` attribute, when given, must name the host the
+ * address is assigned to; a different value would file the address under a node that does not hold it. The
+ * plugins (and the agent, which relays their requests over a socket only its owner and group may open)
+ * legitimately send the other reserved keys, taken from the CNI arguments, so those are not refused here.
+ */
+export function validateOwnerAttributes(host: string, attrs: Readonly<Record<string, string>> | undefined): void {
+  const node = attrs?.node
+  if (node !== undefined && node !== host) {
+    throw new ValidationError(`attribute node=${JSON.stringify(node)} does not match the host ${JSON.stringify(host)} the address is assigned to`)
+  }
+}
+
 export function ownerAttribute(host: string, handle?: string, attrs?: Record<string, string>): Attribute {
   return {handle_id: handle, secondary: {node: host, ...attrs}}
 }
 
 /** The request checks autoAssign makes before touching the datastore (shared with batch-assign.ts). */
-export function validateRequest(args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'host' | 'handle'>): void {
+export function validateRequest(args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'host' | 'handle' | 'attrs'>): void {
   for (const [n, what] of [[args.num4, 'IPv4'], [args.num6, 'IPv6']] as const) {
     if (!Number.isInteger(n) || n < 0 || n > 65536) throw new ValidationError(`the number of ${what} addresses must be an integer from 0 to 65536`)
   }
   if (args.num4 + args.num6 === 0) throw new ValidationError('nothing to assign: ask for at least one IPv4 or IPv6 address')
   validateHostName(args.host)
   validateHandleId(args.handle)
+  validateOwnerAttributes(args.host, args.attrs)
 }
 
 export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}> {

@@ -2,13 +2,13 @@
 // are given up so the space is reusable, and, if asked, the addresses its workloads held are released.
 // Non-empty blocks lose their owner but keep their addresses; they go away when their last address does.
 import {NotFoundError, RevisionConflict} from '../errors.js'
-import {type Family, formatIp} from '../net/cidr.js'
+import {type Family, formatCidr, formatIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
 import {guardFor, type KeyValue} from '../store/store.js'
 import {listWorkloadEndpoints} from '../workload/endpoint.js'
 import {releaseBlockAffinity} from './affinity.js'
-import {type Block, isCoolingDown, ownerHost, sanitizeHandle} from './block.js'
-import {type Ctx, withRetry} from './context.js'
+import {type Block, cloneBlock, isCoolingDown, isEmpty, markReleased, ownerHost, sanitizeHandle} from './block.js'
+import {type Ctx, loadConfig, withRetry} from './context.js'
 import {validateHostName} from './node.js'
 import {listBlocks} from './query.js'
 import {releaseByHandle, releaseIps} from './release.js'
@@ -21,27 +21,19 @@ export interface NodeRemoval {
   endpointsDeleted: number
 }
 
-/** What removing the node would touch; read-only, so a command can show it before asking. */
-export interface NodeFootprint {
-  hasRecord: boolean
-  affinities: number
-  addresses: number
-  endpoints: number
-}
-
 interface Owned {
   ip: string
   handle?: string
 }
 
 /** Live (not cooling-down) allocations of a block, with their `node` attribute. */
-function* liveAllocations(block: Block): Generator<{ip: string; node?: string; handle?: string}> {
+function* liveAllocations(block: Block): Generator<{ip: string; ordinal: number; node?: string; handle?: string}> {
   for (const [o, idx] of block.allocations.entries()) {
     if (idx === null) continue
     const a = block.attributes?.[idx]
     if (isCoolingDown(a)) continue
     const ip = formatIp(block.cidr.family, block.cidr.base + BigInt(o))
-    yield {ip, node: a?.secondary?.node, handle: a?.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)}
+    yield {ip, ordinal: o, node: a?.secondary?.node, handle: a?.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)}
   }
 }
 
@@ -56,11 +48,12 @@ async function affinityKeys(ctx: Ctx, host: string): Promise<string[]> {
 }
 
 async function scan(ctx: Ctx, host: string) {
+  const {ipCooldownSeconds: cooldownSeconds} = await loadConfig(ctx)
   const [record, legacy, affs, blocks, endpoints] = await Promise.all([
     ctx.store.get(keys.node(host)),
     ctx.store.get(legacyHostKey(host)),
     affinityKeys(ctx, host),
-    listBlocks(ctx),
+    listBlocks(ctx, {cooldownSeconds}),
     listWorkloadEndpoints(ctx.store, host),
   ])
   const owned: Owned[] = []
@@ -76,7 +69,7 @@ async function scan(ctx: Ctx, host: string) {
       if (a.node === host) owned.push({ip: a.ip, handle: a.handle})
     }
   }
-  return {record, legacy, affs, owned, handleNodes, endpoints}
+  return {record, legacy, affs, blocks, cooldownSeconds, owned, handleNodes, endpoints}
 }
 
 function assertKnown(host: string, s: Awaited<ReturnType<typeof scan>>, releaseAddresses: boolean): void {
@@ -84,13 +77,6 @@ function assertKnown(host: string, s: Awaited<ReturnType<typeof scan>>, releaseA
   // would "succeed" forever on a node whose record and affinities are already gone.
   const leftovers = releaseAddresses && (s.owned.length > 0 || s.endpoints.length > 0)
   if (!s.record && !s.legacy && s.affs.length === 0 && !leftovers) throw new NotFoundError(`node ${host} not found: no node record, block affinities or addresses`)
-}
-
-export async function nodeFootprint(ctx: Ctx, host: string, opts: {releaseAddresses: boolean}): Promise<NodeFootprint> {
-  validateHostName(host)
-  const s = await scan(ctx, host)
-  assertKnown(host, s, opts.releaseAddresses)
-  return {hasRecord: !!s.record, affinities: s.affs.length, addresses: s.owned.length, endpoints: s.endpoints.length}
 }
 
 /** Delete `key` if it still exists, re-reading on a race so a concurrent update is not lost silently. */
@@ -104,35 +90,96 @@ async function deleteKey(ctx: Ctx, key: string): Promise<boolean> {
   })
 }
 
-export async function removeNode(ctx: Ctx, host: string, opts: {releaseAddresses: boolean}): Promise<NodeRemoval> {
+/**
+ * Everything removing the node will do, worked out from one read of the datastore and changing nothing.
+ * `executeNodeRemoval` carries out exactly these steps, so `node remove --dry-run` can show the outcome the
+ * real run reports (`predicted`), as long as nothing else changes the node's data in between.
+ */
+export interface NodeRemovalPlan {
+  host: string
+  releaseAddresses: boolean
+  /** Handles whose every address is on this node: each released whole (with its addresses). */
+  handles: {handle: string; ips: string[]}[]
+  /** Addresses released one by one: no handle, or a handle that also holds other nodes' addresses. */
+  ips: Owned[]
+  endpointKeys: string[]
+  /** The node's affinities in release order (v4 then v6), with what releasing each will do to its block. */
+  affinities: {key: string; cidr: string; outcome: 'deleted-block' | 'released' | 'stale'}[]
+  /** The summary the real run reports when nothing else writes the node's data meanwhile. */
+  predicted: NodeRemoval
+}
+
+export async function planNodeRemoval(ctx: Ctx, host: string, opts: {releaseAddresses: boolean}): Promise<NodeRemovalPlan> {
   validateHostName(host)
   const s = await scan(ctx, host)
   assertKnown(host, s, opts.releaseAddresses)
+  const handles: NodeRemovalPlan['handles'] = []
+  const ips: Owned[] = []
+  if (opts.releaseAddresses) {
+    const byHandle = new Map<string, string[]>()
+    for (const o of s.owned) {
+      if (o.handle === undefined || [...s.handleNodes.get(o.handle)!].some((n) => n !== host)) ips.push(o)
+      else byHandle.set(o.handle, [...(byHandle.get(o.handle) ?? []), o.ip])
+    }
+    const present = await Promise.all([...byHandle.keys()].map((h) => ctx.store.get(keys.handle(h))))
+    ;[...byHandle].forEach(([handle, hIps], i) => {
+      // A handle whose record is missing (a leak) cannot be released by handle: its addresses go one by one.
+      if (present[i]) handles.push({handle, ips: hIps})
+      else ips.push(...hIps.map((ip) => ({ip, handle})))
+    })
+  }
+  const released = new Set([...handles.flatMap((h) => h.ips), ...ips.map((o) => o.ip)])
+  const now = ctx.clock.now()
+  const ownBlocks = new Map(s.blocks.filter((b) => ownerHost(b.block) === host).map((b) => [formatCidr(b.block.cidr), b.block]))
+  const affinities = s.affs.flatMap((key): NodeRemovalPlan['affinities'] => {
+    const a = parseAffinityKey(key)
+    if (!a) return []
+    const cidr = formatCidr(a.cidr)
+    const block = ownBlocks.get(cidr)
+    // An affinity whose block is gone or owned by another host is only deleted (releaseBlockAffinity's 'stale').
+    if (!block) return [{key, cidr, outcome: 'stale'}]
+    // The block as it will be once the addresses above are released, judged by releaseBlockAffinity's rule.
+    const after = cloneBlock(block)
+    const ordinals = [...liveAllocations(after)].filter((x) => released.has(x.ip)).map((x) => x.ordinal)
+    markReleased(after, ordinals, now, s.cooldownSeconds, {recordSeq: false})
+    return [{key, cidr, outcome: isEmpty(after) ? 'deleted-block' : 'released'}]
+  })
+  const count = (o: string) => affinities.filter((a) => a.outcome === o).length
+  return {
+    host,
+    releaseAddresses: opts.releaseAddresses,
+    handles,
+    ips,
+    endpointKeys: opts.releaseAddresses ? s.endpoints.map((w) => w.kv.key) : [],
+    affinities,
+    predicted: {
+      affinitiesReleased: affinities.length,
+      blocksDeleted: count('deleted-block'),
+      blocksKeptNonAffine: count('released'),
+      addressesReleased: released.size,
+      endpointsDeleted: opts.releaseAddresses ? s.endpoints.length : 0,
+    },
+  }
+}
+
+/** Carry out a plan; the summary counts what was actually done. */
+export async function executeNodeRemoval(ctx: Ctx, plan: NodeRemovalPlan): Promise<NodeRemoval> {
+  const {host} = plan
   const summary: NodeRemoval = {affinitiesReleased: 0, blocksDeleted: 0, blocksKeptNonAffine: 0, addressesReleased: 0, endpointsDeleted: 0}
 
   // Addresses first: blocks they empty are then deleted by the affinity release below rather than kept.
-  if (opts.releaseAddresses) {
-    const byIp: Owned[] = []
-    const done = new Set<string>()
-    for (const o of s.owned) {
-      if (o.handle === undefined || [...s.handleNodes.get(o.handle)!].some((n) => n !== host)) {
-        // No handle, or the handle also holds addresses of other nodes: release just this address.
-        byIp.push(o)
-        continue
-      }
-      if (done.has(o.handle)) continue
-      done.add(o.handle)
-      try {
-        summary.addressesReleased += (await releaseByHandle(ctx, o.handle)).length
-      } catch (err) {
-        // A handle key that went missing (a leak): fall back to the addresses themselves.
-        if (!(err instanceof NotFoundError)) throw err
-        byIp.push(...s.owned.filter((x) => x.handle === o.handle))
-      }
+  const byIp: Owned[] = [...plan.ips]
+  for (const h of plan.handles) {
+    try {
+      summary.addressesReleased += (await releaseByHandle(ctx, h.handle)).length
+    } catch (err) {
+      // The handle record went missing since the plan (a leak): fall back to the addresses themselves.
+      if (!(err instanceof NotFoundError)) throw err
+      byIp.push(...h.ips.map((ip) => ({ip, handle: h.handle})))
     }
-    if (byIp.length > 0) summary.addressesReleased += (await releaseIps(ctx, byIp.map((o) => ({ip: o.ip, handle: o.handle})))).released.length
-    for (const w of s.endpoints) if (await deleteKey(ctx, w.kv.key)) summary.endpointsDeleted++
   }
+  if (byIp.length > 0) summary.addressesReleased += (await releaseIps(ctx, byIp.map((o) => ({ip: o.ip, handle: o.handle})))).released.length
+  for (const key of plan.endpointKeys) if (await deleteKey(ctx, key)) summary.endpointsDeleted++
 
   // v4 then v6, as upstream; keys listed again in case an assignment claimed a block meanwhile.
   for (const key of await affinityKeys(ctx, host)) {
@@ -148,6 +195,10 @@ export async function removeNode(ctx: Ctx, host: string, opts: {releaseAddresses
   await deleteKey(ctx, legacyHostKey(host))
   await deleteKey(ctx, keys.node(host))
   return summary
+}
+
+export async function removeNode(ctx: Ctx, host: string, opts: {releaseAddresses: boolean}): Promise<NodeRemoval> {
+  return executeNodeRemoval(ctx, await planNodeRemoval(ctx, host, opts))
 }
 
 export interface NodeUsage {

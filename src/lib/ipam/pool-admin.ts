@@ -1,6 +1,6 @@
 // Creating, reading and deleting pools, with upstream's create-time checks made race-safe.
 import {ConflictError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
-import {containsCidr, overlaps} from '../net/cidr.js'
+import {containsCidr, overlaps, parseCidr, tryParseIp} from '../net/cidr.js'
 import {keys, parseBlockKey} from '../store/keys.js'
 import {releasePoolAffinities} from './affinity.js'
 import {type Ctx, listPools, withRetry, WriteBatch} from './context.js'
@@ -11,7 +11,12 @@ export {listPools}
 
 const MAX_POOLS_PER_TXN = 100
 
+/**
+ * A pool named by the user (`pool get`, `pool delete`). A CIDR with host bits set is refused rather than masked,
+ * as `pool create` refuses it, so `pool delete 10.65.0.1/16` cannot delete 10.65.0.0/16 by accident.
+ */
 export async function getPool(ctx: Ctx, ref: string): Promise<Pool> {
+  if (ref.includes('/') && tryParseIp(ref.slice(0, ref.indexOf('/')))) parseCidr(ref, {strict: true})
   const p = findPool(await listPools(ctx), ref)
   if (!p) throw new NotFoundError(`IP pool ${ref} not found`)
   return p

@@ -127,6 +127,22 @@ function intersect<T>(lists: readonly T[][], key: (t: T) => string): T[] {
   })
 }
 
+/** The steps that produce a report `--from-report` accepts. */
+export const REPORT_STEPS = 'lock the datastore (`ipamctl datastore lock`), run `ipamctl ipam check -o report.json`, then `ipamctl ipam release --from-report report.json`'
+
+/**
+ * Why a report's GUID does not match. `ipam check` writes an empty GUID when the datastore has no
+ * ClusterInformation, which only `datastore lock` creates: such a report was taken without the lock, and the
+ * fix is to take it again under the lock. A non-empty GUID that differs names another cluster (or a datastore
+ * whose ClusterInformation was re-created); that keeps upstream's wording.
+ */
+function guidMismatch(r: Report): ValidationError {
+  if (r.clusterGUID === '') {
+    return new ValidationError(`the provided report (${r.file}) was taken while the datastore was not locked (it has no cluster GUID); ${REPORT_STEPS}. Refusing to release`)
+  }
+  return new ValidationError(`cluster does not match the provided report (${r.file}): mismatched cluster GUID. Refusing to release`)
+}
+
 /**
  * Validate the reports against the cluster and work out what to release. Throws (changing nothing) when a
  * rule refuses; `force` overrides the version and lock checks only, never the GUID or staleness.
@@ -137,9 +153,7 @@ export async function planRelease(ctx: Ctx, reports: readonly Report[], opts: {v
   const warnings: string[] = []
   for (const r of reports) {
     // A missing ClusterInformation matches no report: whatever cluster produced it, it was not this one.
-    if (r.clusterGUID !== info?.clusterGUID) {
-      throw new ValidationError(`cluster does not match the provided report (${r.file}): mismatched cluster GUID. Refusing to release`)
-    }
+    if (r.clusterGUID !== info?.clusterGUID) throw guidMismatch(r)
     if (r.version !== opts.version) {
       if (!opts.force) throw new ValidationError(`the provided report (${r.file}) was produced using a different version (${r.version}) of calicoctl. Refusing to release`)
       warnings.push('WARNING: Report was produced using a different version of calicoctl. Ignoring due to --force option')

@@ -24,7 +24,10 @@ export interface ReservationInput {
   reservedCIDRs: readonly string[]
 }
 
-/** Validate and canonicalise: a bare address becomes /32 or /128, host bits are masked off. */
+/**
+ * Validate and canonicalise: a bare address becomes /32 or /128. A CIDR with host bits set is refused, as
+ * `pool create` refuses it: masking `10.70.0.1/24` would reserve the whole /24 when one address was meant.
+ */
 export function normalizeReservation(input: ReservationInput): {name: string; reservedCIDRs: string[]} {
   const {name} = input
   if (!isResourceName(name)) {
@@ -36,7 +39,7 @@ export function normalizeReservation(input: ReservationInput): {name: string; re
   const reservedCIDRs = input.reservedCIDRs.map((text) => {
     if (typeof text !== 'string' || text.length > 64) throw new ValidationError(`reservation ${name}: invalid CIDR ${JSON.stringify(text)}`)
     try {
-      return formatCidr(parseCidrOrIp(text))
+      return formatCidr(parseCidrOrIp(text, {strict: true}))
     } catch (err) {
       throw new ValidationError(`reservation ${name}: ${(err as Error).message}`)
     }

@@ -82,10 +82,12 @@ export async function planSplit(ctx: Ctx, req: SplitRequest): Promise<SplitPlan>
       `cannot split into ${number} pools in one step: the datastore takes at most 128 operations per transaction; split into 64 or fewer, then split the children`,
     )
   }
+  const wanted = req.cidr ? tryCidr(req.cidr) : undefined
+  // Host bits set: refused as `pool create` refuses them, rather than splitting the pool the masked CIDR names.
+  if (wanted && req.cidr) parseCidr(req.cidr, {strict: true})
   // Only an explicit datastoreReady=false is a lock (a missing record is unlocked), as upstream reads it.
   const info = await getClusterInfo(ctx)
   if (info?.datastoreReady !== false) throw new ConflictError(NOT_LOCKED)
-  const wanted = req.cidr ? tryCidr(req.cidr) : undefined
   const old = (await listPools(ctx)).find(
     (p) => (!req.name || p.name === req.name) && (!req.cidr || p.spec.cidr === req.cidr || (wanted !== undefined && sameCidr(p.cidr, wanted))),
   )
@@ -118,6 +120,15 @@ export async function commitSplit(ctx: Ctx, plan: SplitPlan): Promise<void> {
   if (!r.succeeded) {
     throw new ConflictError(`IP pool ${plan.old.name}, the datastore lock or a child pool changed while splitting; nothing was changed, run the command again`)
   }
+}
+
+/** What the split reports: upstream's wording, one line each. Rendered from the plan, for the real run and `--dry-run` alike. */
+export function splitLines(plan: SplitPlan): string[] {
+  return [
+    `IP Pool ${plan.old.name} was successfully split into ${plan.children.length} smaller pools.`,
+    ...plan.children.map((c) => `Created ${c.name} with CIDR ${c.spec.cidr}.`),
+    'Please refer to the documentation for final steps.',
+  ]
 }
 
 export async function splitPool(ctx: Ctx, req: SplitRequest): Promise<SplitPlan> {

@@ -139,9 +139,9 @@ export function parseCidr(text: string, opts: {strict?: boolean} = {}): Cidr {
   return {family: ip.family, base, prefix}
 }
 
-/** Accepts a CIDR or a bare address (treated as /32 or /128). */
-export function parseCidrOrIp(text: string): Cidr {
-  if (text.includes('/')) return parseCidr(text)
+/** Accepts a CIDR or a bare address (treated as /32 or /128); `strict` as for parseCidr. */
+export function parseCidrOrIp(text: string, opts: {strict?: boolean} = {}): Cidr {
+  if (text.includes('/')) return parseCidr(text, opts)
   const ip = parseIp(text)
   return {family: ip.family, base: ip.value, prefix: bitsOf(ip.family)}
 }

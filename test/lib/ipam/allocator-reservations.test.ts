@@ -50,7 +50,7 @@ function scenarios(name: string, open: StoreOpener): void {
     scenario('a borrowed block skips reserved ordinals', async (env) => {
       await createPools(env.ctx, [{ name: 'p', cidr: '10.65.0.0/26' }]);
       assert.deepEqual(await auto(env, 'node-a', 1), ['10.65.0.0']);
-      await createReservation(env.ctx, { name: 'pair', reservedCIDRs: ['10.65.0.1/31'] });
+      await createReservation(env.ctx, { name: 'pair', reservedCIDRs: ['10.65.0.0/31'] });
       assert.deepEqual(await auto(env, 'node-b', 1), ['10.65.0.2']);
     });
 

@@ -5,7 +5,7 @@ import { NotFoundError } from '../../../src/lib/errors.ts';
 import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';
 import { updateConfig } from '../../../src/lib/ipam/config.ts';
 import { upsertNode } from '../../../src/lib/ipam/node.ts';
-import { nodeFootprint, nodeUsage, removeNode } from '../../../src/lib/ipam/node-removal.ts';
+import { nodeUsage, planNodeRemoval, removeNode } from '../../../src/lib/ipam/node-removal.ts';
 import { createPools } from '../../../src/lib/ipam/pool-admin.ts';
 import { releaseIps } from '../../../src/lib/ipam/release.ts';
 import { keys } from '../../../src/lib/store/keys.ts';
@@ -100,7 +100,8 @@ function scenarios(name: string, open: StoreOpener): void {
         );
       for (const w of [mk('n1', 'web'), mk('n2', 'db')]) await seed(env.store, endpointKey(w.namespace, w.name), encodeWorkloadEndpoint(w));
 
-      assert.deepEqual(await nodeFootprint(env.ctx, 'n1', { releaseAddresses: true }), { hasRecord: true, affinities: 1, addresses: 3, endpoints: 1 });
+      const plan = await planNodeRemoval(env.ctx, 'n1', { releaseAddresses: true });
+      assert.deepEqual(plan.predicted, { affinitiesReleased: 1, blocksDeleted: 1, blocksKeptNonAffine: 0, addressesReleased: 3, endpointsDeleted: 1 });
       const r = await removeNode(env.ctx, 'n1', { releaseAddresses: true });
       assert.deepEqual(r, { affinitiesReleased: 1, blocksDeleted: 1, blocksKeptNonAffine: 0, addressesReleased: 3, endpointsDeleted: 1 });
       assert.equal(await handleCounts(env.store, 'h1'), undefined);

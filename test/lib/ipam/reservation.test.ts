@@ -6,8 +6,8 @@ import { decodeReservation, encodeReservation, normalizeReservation, reservedMat
 import { parseCidr, parseIp } from '../../../src/lib/net/cidr.ts';
 
 describe('reservation validation', () => {
-  test('bare addresses become /32 or /128; CIDRs are masked and canonical', () => {
-    assert.deepEqual(normalizeReservation({ name: 'r1', reservedCIDRs: ['10.65.0.5', '10.65.1.7/24', 'FD80:0:0::1', 'fd80::/64'] }), {
+  test('bare addresses become /32 or /128; CIDRs are canonical', () => {
+    assert.deepEqual(normalizeReservation({ name: 'r1', reservedCIDRs: ['10.65.0.5', '10.65.1.0/24', 'FD80:0:0::1', 'fd80::/64'] }), {
       name: 'r1',
       reservedCIDRs: ['10.65.0.5/32', '10.65.1.0/24', 'fd80::1/128', 'fd80::/64'],
     });
@@ -21,6 +21,8 @@ describe('reservation validation', () => {
       { name: 'ok', reservedCIDRs: ['10.0.0.0/33'] },
       { name: 'ok', reservedCIDRs: ['not-an-ip'] },
       { name: 'ok', reservedCIDRs: ['10.0.0.256'] },
+      { name: 'ok', reservedCIDRs: ['10.65.1.7/24'] },
+      { name: 'ok', reservedCIDRs: ['fd80::1/64'] },
     ]) {
       assert.throws(() => normalizeReservation(input), ValidationError, JSON.stringify(input));
     }
