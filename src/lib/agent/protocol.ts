@@ -146,7 +146,8 @@ export function parseAssign(body: unknown): AssignRequest {
     ipv4Pools: field(o, 'ipv4Pools', isStrList, 'a list of strings', []),
     ipv6Pools: field(o, 'ipv6Pools', isStrList, 'a list of strings', []),
     maxBlocksPerHost: field(o, 'maxBlocksPerHost', isCount, 'an integer from 0 to 65536', 0),
-    namespaceLabels: o.namespaceLabels === undefined ? undefined : field(o, 'namespaceLabels', isStrMap, 'an object of strings'),
+    // Present only when sent: an absent set and an empty one select alike (docs/pool-selection.md).
+    ...(o.namespaceLabels === undefined ? {} : {namespaceLabels: field(o, 'namespaceLabels', isStrMap, 'an object of strings')}),
   }
 }
 
