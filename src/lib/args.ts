@@ -1,12 +1,15 @@
 // Parsing of small user-supplied values shared by commands and the CNI plugin.
 import {ValidationError} from './errors.js'
 
-/** `k=v` pairs (flags like --attr and --label); a repeated key is an error, not a silent overwrite. */
-export function parseKeyValues(items: readonly string[] | undefined, what: string): Record<string, string> {
+/**
+ * `k=v` pairs (flags like --attr and --label); a repeated key is an error, not a silent overwrite. `sep`: the
+ * character between key and value where `=` cannot be used (CNI_ARGS values cannot contain one).
+ */
+export function parseKeyValues(items: readonly string[] | undefined, what: string, sep = '='): Record<string, string> {
   const out: Record<string, string> = {}
   for (const item of items ?? []) {
-    const eq = item.indexOf('=')
-    if (eq <= 0) throw new ValidationError(`invalid ${what} ${JSON.stringify(item)}: expected KEY=VALUE`)
+    const eq = item.indexOf(sep)
+    if (eq <= 0) throw new ValidationError(`invalid ${what} ${JSON.stringify(item)}: expected KEY${sep}VALUE`)
     const k = item.slice(0, eq)
     if (k in out) throw new ValidationError(`${what} ${k} given twice`)
     out[k] = item.slice(eq + 1)

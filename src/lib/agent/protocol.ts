@@ -2,7 +2,7 @@
 // JSON bodies, so `curl --unix-socket` works for operators. Kept free of anything heavy: the CNI plugins
 // import this module on every exec.
 //
-//   POST /v1/assign     {node, datastore, handle, attrs, num4, num6, ipv4Pools, ipv6Pools, maxBlocksPerHost}
+//   POST /v1/assign     {node, datastore, handle, attrs, num4, num6, ipv4Pools, ipv6Pools, maxBlocksPerHost, namespaceLabels?}
 //   POST /v1/assign-ip  {node, datastore, handle, attrs, ip}
 //        → 200 {result: <CNI result>, log: [..]}
 //   POST /v1/release    {node, datastore, handles?: [..], ips?: [..]}
@@ -47,6 +47,8 @@ export interface AssignRequest extends Target {
   ipv4Pools: string[]
   ipv6Pools: string[]
   maxBlocksPerHost: number
+  /** For pools' namespaceSelector; absent is the empty label set. */
+  namespaceLabels?: Record<string, string>
 }
 
 export interface AssignIpRequest extends Target {
@@ -144,6 +146,8 @@ export function parseAssign(body: unknown): AssignRequest {
     ipv4Pools: field(o, 'ipv4Pools', isStrList, 'a list of strings', []),
     ipv6Pools: field(o, 'ipv6Pools', isStrList, 'a list of strings', []),
     maxBlocksPerHost: field(o, 'maxBlocksPerHost', isCount, 'an integer from 0 to 65536', 0),
+    // Present only when sent: an absent set and an empty one select alike (docs/pool-selection.md).
+    ...(o.namespaceLabels === undefined ? {} : {namespaceLabels: field(o, 'namespaceLabels', isStrMap, 'an object of strings')}),
   }
 }
 

@@ -1,11 +1,15 @@
 // CNI_ARGS: `K=V;K=V`, parsed the way the Go library's types.LoadArgs does (exact key names, unknown keys
 // are an error unless IgnoreUnknown is true, one `=` per pair). Upstream reports these as plain errors,
 // which the skel turns into code 999 with the message; we do the same.
+import {parseNamespaceLabels} from '../ipam/pools-select.js'
 import {formatIp, tryParseIp} from '../net/cidr.js'
 import {CNI_ERR, CniError} from './errors.js'
 import {goQuote, goQuoteList} from './json.js'
 
-/** Keys the Calico plugins read (the union of upstream's K8sArgs, ipamArgs and CNITestArgs, plus K8S_POD_UID). */
+/**
+ * Keys the Calico plugins read (the union of upstream's K8sArgs, ipamArgs and CNITestArgs, plus K8S_POD_UID),
+ * and ipamctl's IPAMCTL_NAMESPACE_LABELS.
+ */
 export const KNOWN_CNI_ARGS = [
   'IgnoreUnknown',
   'IP',
@@ -14,6 +18,7 @@ export const KNOWN_CNI_ARGS = [
   'K8S_POD_INFRA_CONTAINER_ID',
   'K8S_POD_UID',
   'CNI_TEST_NAMESPACE',
+  'IPAMCTL_NAMESPACE_LABELS',
 ] as const
 
 export interface CniArgs {
@@ -25,6 +30,11 @@ export interface CniArgs {
   podInfraContainerId: string
   podUid: string
   testNamespace: string
+  /**
+   * `IPAMCTL_NAMESPACE_LABELS=k:v,k2:v2` (":" because a CNI_ARGS value cannot hold "="): the labels of the
+   * workload's namespace, for pools' namespaceSelector. Undefined when absent.
+   */
+  namespaceLabels?: Record<string, string>
   /** Pairs with unknown keys that IgnoreUnknown let through, as given. */
   ignored: string[]
   /** Every pair in order, as given. */
@@ -85,6 +95,13 @@ export function parseCniArgs(text: string | undefined, known: readonly string[] 
         break
       case 'CNI_TEST_NAMESPACE':
         out.testNamespace = value
+        break
+      case 'IPAMCTL_NAMESPACE_LABELS':
+        try {
+          out.namespaceLabels = parseNamespaceLabels(value, ':')
+        } catch (err) {
+          throw argsError(`ARGS: error parsing value of pair ${goQuote(pair)}: ${(err as Error).message}`)
+        }
         break
     }
   }

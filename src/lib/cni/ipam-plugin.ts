@@ -97,6 +97,8 @@ export interface AddPlan {
   ipv4Pools: string[]
   ipv6Pools: string[]
   maxBlocksPerHost: number
+  /** CNI_ARGS IPAMCTL_NAMESPACE_LABELS, else the netconf's ipam.namespace_labels; absent: the empty set. */
+  namespaceLabels?: Record<string, string>
 }
 
 export function addPlan(req: Pick<IpamRequest, 'conf' | 'args' | 'ids'>, now: Date): AddPlan {
@@ -111,6 +113,7 @@ export function addPlan(req: Pick<IpamRequest, 'conf' | 'args' | 'ids'>, now: Da
     ipv4Pools: conf.ipam.ipv4Pools,
     ipv6Pools: conf.ipam.ipv6Pools,
     maxBlocksPerHost: conf.windowsUseSingleNetwork ? 1 : 0,
+    namespaceLabels: args.namespaceLabels ?? conf.ipam.namespaceLabels,
   }
 }
 
@@ -174,6 +177,7 @@ export async function addAddresses(ctx: Ctx, plan: AddPlan, alloc: Allocator, lo
     pools6,
     maxBlocksPerHost: plan.maxBlocksPerHost,
     use: 'Workload',
+    namespaceLabels: plan.namespaceLabels,
   })
   const undo = async (ips: readonly {address: string}[], why: string) => {
     log(`${why}: releasing ${ips.map((i) => i.address).join(', ')}`)

@@ -5,6 +5,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import {validateSocketPath} from '../agent/protocol.js'
 import {ValidationError} from '../errors.js'
+import {validateLabels} from '../ipam/node.js'
 import {goTimeString} from '../ipam/time.js'
 import type {DatastoreSettings, DatastoreType, Source} from '../store/settings.js'
 import {defaultDatastorePath} from '../store/default-path.js'
@@ -28,6 +29,11 @@ export interface IpamConf {
   assignIpv6?: string
   ipv4Pools: string[]
   ipv6Pools: string[]
+  /**
+   * ipamctl extension `ipam.namespace_labels`: the labels of the namespace the network's workloads are in, for
+   * pools' namespaceSelector (docs/pool-selection.md). CNI_ARGS IPAMCTL_NAMESPACE_LABELS replaces them.
+   */
+  namespaceLabels?: Record<string, string>
   subnet?: string
   /** The whole `ipam` object, for IPAM plugins with other fields (host-local's ranges, routes…). */
   raw: Record<string, unknown>
@@ -125,6 +131,18 @@ function strList(o: Obj, key: string, path = key): string[] {
   return v as string[]
 }
 
+function strMap(o: Obj, key: string, path = key): Record<string, string> | undefined {
+  const v = o[key]
+  if (v === undefined || v === null) return undefined
+  if (!isObj(v) || !Object.values(v).every((x) => typeof x === 'string')) throw bad(path, 'an object of strings', v)
+  try {
+    validateLabels(v as Record<string, string>, 'namespace label')
+  } catch (err) {
+    throw new ValidationError(`failed to load netconf: field "${path}": ${(err as Error).message}`)
+  }
+  return v as Record<string, string>
+}
+
 function obj(o: Obj, key: string, path = key): Obj {
   const v = o[key]
   if (v === undefined || v === null) return {}
@@ -170,6 +188,7 @@ export function parseNetConf(input: Obj | string): NetConf {
       assignIpv6: str(ipamRaw, 'assign_ipv6', 'ipam.assign_ipv6'),
       ipv4Pools: strList(ipamRaw, 'ipv4_pools', 'ipam.ipv4_pools'),
       ipv6Pools: strList(ipamRaw, 'ipv6_pools', 'ipam.ipv6_pools'),
+      namespaceLabels: strMap(ipamRaw, 'namespace_labels', 'ipam.namespace_labels'),
       subnet: str(ipamRaw, 'subnet', 'ipam.subnet'),
       raw: ipamRaw,
     },

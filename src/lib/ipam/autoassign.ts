@@ -9,7 +9,7 @@ import {type Attribute, type Block, decodeBlock, encodeBlock, garbageCollect, is
 import {blockWalk, startIndex, walkOrder} from './blockgen.js'
 import {blockFrom, configFrom, type Ctx, MAX_RETRIES_MESSAGE, poolsFrom, withRetry, WriteBatch} from './context.js'
 import {deselectedBlocks, releaseIfEmpty} from './consistent-affinity.js'
-import {decodeNode, ensureNode, validateHandleId, validateHostName} from './node.js'
+import {decodeNode, ensureNode, validateHandleId, validateHostName, validateLabels} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {findPool, selectPools} from './pools-select.js'
 import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} from './records.js'
@@ -52,6 +52,11 @@ export interface AutoAssignArgs {
   /** Per-request block cap (upstream's windows_use_single_network path); 0 = use the config. */
   maxBlocksPerHost?: number
   use?: AllowedUse
+  /**
+   * The labels of the namespace the addresses are for, matched against pools' namespaceSelector (upstream
+   * reads them from the Kubernetes Namespace); undefined is the empty set. Not used with requested pools.
+   */
+  namespaceLabels?: Record<string, string>
 }
 
 export function shortfall(r: FamilyResult, family: Family): string | undefined {
@@ -111,7 +116,7 @@ export function ownerAttribute(host: string, handle?: string, attrs?: Record<str
 }
 
 /** The request checks autoAssign makes before touching the datastore (shared with batch-assign.ts). */
-export function validateRequest(args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'host' | 'handle' | 'attrs'>): void {
+export function validateRequest(args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'host' | 'handle' | 'attrs' | 'namespaceLabels'>): void {
   for (const [n, what] of [[args.num4, 'IPv4'], [args.num6, 'IPv6']] as const) {
     if (!Number.isInteger(n) || n < 0 || n > 65536) throw new ValidationError(`the number of ${what} addresses must be an integer from 0 to 65536`)
   }
@@ -119,6 +124,7 @@ export function validateRequest(args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'ho
   validateHostName(args.host)
   validateHandleId(args.handle)
   validateOwnerAttributes(args.host, args.attrs)
+  validateLabels(args.namespaceLabels ?? {}, 'namespace label')
 }
 
 export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}> {
@@ -216,7 +222,7 @@ export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family
   const node = nodeKv && decodeNode(nodeKv.value)
   const allPools = poolsFrom(poolKvs)
   if (args.pools?.length) requested = [...(requested ?? []), ...poolsOfFamily(allPools, args.pools, family)]
-  const pools = selectPools({pools: allPools, family, requested, nodeLabels: node?.labels ?? {}, host: args.host, use})
+  const pools = selectPools({pools: allPools, family, requested, nodeLabels: node?.labels ?? {}, namespaceLabels: args.namespaceLabels, host: args.host, use})
   const reserved = reservedMatcher(reservationKvs.map((kv) => decodeReservation(kv.value)))
   const ahead = new Map<string, KeyValue | undefined>()
   for (const [i, key] of [...handleKeys, ...guessed].entries()) ahead.set(key, extra[i])

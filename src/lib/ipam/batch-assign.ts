@@ -43,7 +43,8 @@ const remaining = (it: Item, f: Family): number => it.result[f].requested - it.r
 
 /** Requests that may share a batch for family `f`: same host and the same pool selection inputs. */
 function groupKey(a: AutoAssignArgs, f: Family): string {
-  return JSON.stringify([a.host, f === 4 ? a.pools4 ?? [] : a.pools6 ?? [], a.pools ?? [], a.maxBlocksPerHost ?? 0, a.use ?? 'Workload'])
+  const labels = Object.entries(a.namespaceLabels ?? {}).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+  return JSON.stringify([a.host, f === 4 ? a.pools4 ?? [] : a.pools6 ?? [], a.pools ?? [], a.maxBlocksPerHost ?? 0, a.use ?? 'Workload', labels])
 }
 
 export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArgs[], hooks: BatchHooks = {}): Promise<BatchOutcome[]> {

@@ -138,8 +138,11 @@ export class WriteBatch {
     return this
   }
 
-  /** Throws RevisionConflict if anything it read has changed since. */
-  async commit(): Promise<void> {
+  /**
+   * Throws RevisionConflict if anything it read has changed since. Returns the revision of the write (every key
+   * it wrote has that mod-revision); undefined when there was nothing to write (and nothing was checked).
+   */
+  async commit(): Promise<bigint | undefined> {
     for (const h of this.handleDeltas.keys()) this.prefetchHandle(h)
     for (const [handle, deltas] of this.handleDeltas) {
       const key = keys.handle(handle)
@@ -154,8 +157,9 @@ export class WriteBatch {
       if (counts.size > 0) this.put(key, encodeHandle(counts), seen)
       else if (seen) this.delete(key, seen)
     }
-    if (this.ops.length === 0) return
+    if (this.ops.length === 0) return undefined
     const r = await this.ctx.store.txn(this.conditions, this.ops)
     if (!r.succeeded) throw new RevisionConflict('datastore changed while writing; retrying')
+    return r.revision
   }
 }

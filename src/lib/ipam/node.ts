@@ -29,11 +29,11 @@ export function validateHandleId(handle: string | undefined): void {
 }
 
 /** Kubernetes label rules: `prefix/name=value`, name and value at most 63 characters. */
-export function validateLabels(labels: Record<string, string>): void {
+export function validateLabels(labels: Readonly<Record<string, string>>, what = 'label'): void {
   for (const [k, v] of Object.entries(labels)) {
     const name = k.includes('/') ? k.slice(k.indexOf('/') + 1) : k
-    if (!LABEL_KEY.test(k) || name.length > 63) throw new ValidationError(`invalid label key ${JSON.stringify(k)}`)
-    if (!LABEL_VALUE.test(v) || v.length > 63) throw new ValidationError(`invalid value ${JSON.stringify(v)} for label ${k}`)
+    if (!LABEL_KEY.test(k) || name.length > 63) throw new ValidationError(`invalid ${what} key ${JSON.stringify(k)}`)
+    if (!LABEL_VALUE.test(v) || v.length > 63) throw new ValidationError(`invalid value ${JSON.stringify(v)} for ${what} ${k}`)
   }
 }
 

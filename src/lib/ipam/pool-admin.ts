@@ -3,7 +3,7 @@ import {ConflictError, NotFoundError, RevisionConflict, ValidationError} from '.
 import {containsCidr, overlaps, parseCidr, tryParseIp} from '../net/cidr.js'
 import {keys, parseBlockKey} from '../store/keys.js'
 import {releasePoolAffinities} from './affinity.js'
-import {type Ctx, listPools, withRetry, WriteBatch} from './context.js'
+import {type Ctx, listPools, poolsFrom, withRetry, WriteBatch} from './context.js'
 import {decodePool, encodePool, newPool, type Pool, type PoolInput} from './pool.js'
 import {findPool} from './pools-select.js'
 
@@ -27,49 +27,73 @@ function overlapError(p: Pool, other: Pool): ConflictError {
 }
 
 /**
- * Create pools atomically: all of them or none. Every input is validated before anything is written.
- * Overlap checks cannot be expressed as key guards (the colliding pool may not exist yet when we read),
- * so after writing we look again and undo our write if a concurrent create overlaps ours.
+ * Create pools: all of them or none, and never one that overlaps a pool created concurrently.
+ *
+ * Overlap cannot be a key guard (the colliding pool has another name), so every write is guarded on the whole
+ * pool prefix instead: it commits only if no pool was written after the pools it was checked against
+ * (`{prefix, notAfter}`). Of several overlapping creates exactly one commits; the others re-read, see it, and
+ * fail naming it. A manifest of more than MAX_POOLS_PER_TXN pools is written in several transactions that form
+ * an unbroken chain: each is guarded at the revision of the previous one, so no other pool can appear between
+ * them unseen. When a link fails, everything is checked again against what is stored now; if a pool written
+ * in between collides with any of ours, the ones already written are deleted again (only if still exactly as
+ * we wrote them) and the create fails. Each check covers the whole manifest, so two overlapping manifests can
+ * never both lose.
  */
 export async function createPools(ctx: Ctx, inputs: readonly PoolInput[]): Promise<Pool[]> {
   if (inputs.length === 0) throw new ValidationError('no pools to create')
   const now = ctx.clock.now()
   const pools = inputs.map((i) => newPool(i, now))
-  const existing = await listPools(ctx)
-  const blockCidrs = (await ctx.store.listKeys(keys.blockPrefix())).map(parseBlockKey).filter((c) => c !== undefined)
   pools.forEach((p, i) => {
-    if (existing.some((e) => e.name === p.name) || pools.slice(0, i).some((q) => q.name === p.name)) {
-      throw new ConflictError(`IP pool ${p.name} already exists`)
+    if (pools.slice(0, i).some((q) => q.name === p.name)) throw new ConflictError(`IP pool ${p.name} already exists`)
+    const clash = pools.slice(0, i).find((e) => overlaps(e.cidr, p.cidr))
+    if (clash) throw overlapError(p, clash)
+  })
+  const written: Pool[] = []
+  // The revision the next write is guarded at; undefined: check against the store first.
+  let checkedAt: bigint | undefined
+  try {
+    for (let i = 0; i < pools.length; i += MAX_POOLS_PER_TXN) {
+      const slice = pools.slice(i, i + MAX_POOLS_PER_TXN)
+      await withRetry(ctx, async () => {
+        checkedAt ??= await checkAgainstStore(ctx, pools)
+        const batch = new WriteBatch(ctx).guardPrefix(keys.resourcePrefix('ippools'), checkedAt)
+        for (const p of slice) batch.put(keys.pool(p.name), encodePool(p), undefined)
+        try {
+          checkedAt = (await batch.commit())!
+        } catch (err) {
+          if (err instanceof RevisionConflict) checkedAt = undefined
+          throw err
+        }
+      })
+      written.push(...slice)
     }
-    const clash = [...existing, ...pools.slice(0, i)].find((e) => overlaps(e.cidr, p.cidr))
+  } catch (err) {
+    await undoCreate(ctx, written)
+    throw err
+  }
+  return pools
+}
+
+/**
+ * Check `pools` (some possibly written by us already, recognised by uid) against the stored pools and blocks;
+ * returns the revision the check is valid at: the newest mod-revision among the pools read. The pools come from
+ * one consistent read, so every pool written later has a higher mod-revision, and every pool with a mod-revision
+ * up to it (that still exists) was among them.
+ */
+async function checkAgainstStore(ctx: Ctx, pools: readonly Pool[]): Promise<bigint> {
+  const [kvs, blockKeys] = await Promise.all([ctx.store.list(keys.resourcePrefix('ippools')), ctx.store.listKeys(keys.blockPrefix())])
+  const ours = new Set(pools.map((p) => p.uid))
+  const existing = poolsFrom(kvs).filter((e) => !ours.has(e.uid))
+  const blockCidrs = blockKeys.map(parseBlockKey).filter((c) => c !== undefined)
+  for (const p of pools) {
+    if (existing.some((e) => e.name === p.name)) throw new ConflictError(`IP pool ${p.name} already exists`)
+    const clash = existing.find((e) => overlaps(e.cidr, p.cidr))
     if (clash) throw overlapError(p, clash)
     if (blockCidrs.some((b) => overlaps(b, p.cidr) && b.prefix !== p.spec.blockSize)) {
       throw new ConflictError(`IPPool blocksSize conflicts with existing allocations that use a different blockSize (pool ${p.name})`)
     }
-  })
-  // One transaction per 100 pools (etcd allows 128 operations per transaction); if a later one fails,
-  // the earlier ones are undone, so a manifest is still all-or-nothing.
-  for (let i = 0; i < pools.length; i += MAX_POOLS_PER_TXN) {
-    const slice = pools.slice(i, i + MAX_POOLS_PER_TXN)
-    const batch = new WriteBatch(ctx)
-    for (const p of slice) batch.put(keys.pool(p.name), encodePool(p), undefined)
-    try {
-      await batch.commit()
-    } catch (err) {
-      await undoCreate(ctx, pools.slice(0, i))
-      if (err instanceof RevisionConflict) throw new ConflictError(`IP pool ${slice.map((p) => p.name).join(', ')} was created concurrently`)
-      throw err
-    }
   }
-  const after = await listPools(ctx)
-  for (const p of pools) {
-    const clash = after.find((e) => !pools.some((q) => q.name === e.name) && overlaps(e.cidr, p.cidr))
-    if (clash) {
-      await undoCreate(ctx, pools)
-      throw overlapError(p, clash)
-    }
-  }
-  return pools
+  return kvs.reduce((m, kv) => (kv.modRevision > m ? kv.modRevision : m), 0n)
 }
 
 async function undoCreate(ctx: Ctx, pools: readonly Pool[]): Promise<void> {

@@ -1,0 +1,16 @@
+// Concurrent overlapping `pool create` on the embedded store: real processes, one winner per round.
+import {test} from 'node:test';
+import {sandbox} from './helpers.ts';
+import {raceRound} from './pool-create-race.ts';
+
+const ROUNDS = Number(process.env.IPAMCTL_POOL_RACE_ROUNDS ?? 20);
+
+test(`${ROUNDS} rounds of 6 concurrent pool creates of one CIDR: exactly one wins each round, the rest name it`, {timeout: 600_000}, async () => {
+  const sb = sandbox();
+  await sb.ok('pool', 'list'); // creates the store file before the racers start
+  for (let round = 0; round < ROUNDS; round++) {
+    await raceRound(round, (args) => sb.run(...args), (cidr) =>
+      sb.keys('/calico/resources/v3/projectcalico.org/ippools/').filter((k) => JSON.parse(sb.value(k)!).spec.cidr === cidr).map((k) => k.split('/').pop()!),
+    );
+  }
+});
