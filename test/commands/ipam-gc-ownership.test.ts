@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
+import { assignIps } from '../../src/lib/ipam/assign-ip.ts';
+import { makeCtx } from '../../src/lib/ipam/context.ts';
 import { keys } from '../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../src/lib/store/sqlite.ts';
 import { encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint } from '../../src/lib/workload/endpoint.ts';
@@ -15,15 +17,21 @@ const GONE_WEP = 'node-1-k8s-gone--0-eth0';
 
 const steps = [
   ['pool', 'create', 'p4', '--cidr', '10.65.0.0/16'],
-  // The manual assignment, and a tunnel address as Calico's node agent allocates it.
+  // The manual assignment.
   ['ipam', 'assign', '--host', 'node-1', '--ip', '10.65.0.10', '--handle', 'gateway'],
-  ['ipam', 'assign', '--host', 'node-1', '--ip', '10.65.0.20', '--handle', 'vxlan-tunnel-addr-node-1', '--attr', 'type=vxlanTunnelAddress', '--attr', 'node=node-1'],
-  // Workload leaks, with the attributes the plugins write.
-  ['ipam', 'assign', '--host', 'node-1', '--ip', '10.65.0.30', '--handle', 'k8s-pod-network.c0ffee', '--attr', 'namespace=default', '--attr', 'pod=web-0'],
-  ['ipam', 'assign', '--host', 'node-1', '--ip', '10.65.0.31', '--handle', 'k8s-pod-network.beef', '--attr', 'ipamctl.io/netns=/var/run/netns/beef'],
-  // A workload whose endpoint record is still there but whose network namespace is gone.
-  ['ipam', 'assign', '--host', 'node-1', '--ip', '10.65.0.40', '--handle', 'k8s-pod-network.dead', '--attr', 'namespace=default', '--attr', 'pod=gone-0'],
 ] as const;
+
+/**
+ * Allocations with attributes only ipamctl's own writers may set (ipam assign --attr refuses them): a tunnel address
+ * as Calico's node agent allocates it, workload leaks with the attributes the plugins write, and a workload whose
+ * endpoint record is still there but whose network namespace is gone. A fixed clock keeps two sandboxes identical.
+ */
+const written: { ip: string; handle: string; attrs: Record<string, string> }[] = [
+  { ip: '10.65.0.20', handle: 'vxlan-tunnel-addr-node-1', attrs: { type: 'vxlanTunnelAddress', node: 'node-1' } },
+  { ip: '10.65.0.30', handle: 'k8s-pod-network.c0ffee', attrs: { namespace: 'default', pod: 'web-0' } },
+  { ip: '10.65.0.31', handle: 'k8s-pod-network.beef', attrs: { 'ipamctl.io/netns': '/var/run/netns/beef' } },
+  { ip: '10.65.0.40', handle: 'k8s-pod-network.dead', attrs: { namespace: 'default', pod: 'gone-0' } },
+];
 
 /** What Calico (and a vanished pod) leave in the store besides ipamctl's own writes. */
 async function shared(): Promise<Sandbox> {
@@ -40,6 +48,10 @@ async function shared(): Promise<Sandbox> {
     );
     // Fixed values (uid, time): two sandboxes seeded alike hold byte-identical stores.
     wep.uid = 'u-2';
+    const ctx = makeCtx(store, { clock: { now: () => new Date('2026-01-02T03:04:05Z') } });
+    for (const w of written) {
+      await assignIps(ctx, [w.ip], { host: 'node-1', handle: w.handle, attrs: { ...w.attrs, timestamp: '2026-01-02 03:04:05 +0000 UTC' } });
+    }
     await store.txn([], [
       { put: keys.node('node-1'), value: JSON.stringify(node) },
       { put: endpointKey('default', GONE_WEP), value: encodeWorkloadEndpoint(wep) },

@@ -31,7 +31,7 @@ A pool with a namespaceSelector serves only requests whose --namespace-labels it
       exclusive: ['ip'],
     }),
     handle: Flags.string({summary: 'Handle ID recording who owns the addresses (release them later with --handle).'}),
-    attr: Flags.string({multiple: true, summary: 'Extra owner attribute KEY=VALUE (repeatable); node, timestamp, pod and namespace are set by ipamctl and refused.'}),
+    attr: Flags.string({multiple: true, summary: 'Extra owner attribute KEY=VALUE (repeatable); node, timestamp, pod, namespace and ipamctl.io/netns are set by ipamctl and refused.'}),
     output: outputFlag,
   }
 

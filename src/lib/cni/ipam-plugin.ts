@@ -372,7 +372,7 @@ export function ipamRequest(a: CmdArgs, deps: IpamPluginDeps = {}): IpamRequest 
   const conf = parseNetConf(a.config)
   const args = parseCniArgs(a.args)
   const node = determineNodename(conf, deps)
-  const ids = workloadIds(conf, {containerId: a.containerId, ifName: a.ifName}, args, node)
+  const ids = workloadIds(conf, {containerId: a.containerId, ifName: a.ifName, netns: a.netns}, args, node)
   const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
   const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
   return {

@@ -9,6 +9,7 @@ import {validateLabels} from '../ipam/node.js'
 import {goTimeString} from '../ipam/time.js'
 import type {DatastoreSettings, DatastoreType, Source} from '../store/settings.js'
 import {defaultDatastorePath} from '../store/default-path.js'
+import {NETNS_ANNOTATION} from '../workload/endpoint.js'
 import type {CniArgs} from './args.js'
 import {DEFAULT_CONFIG_VERSION} from './version.js'
 
@@ -383,6 +384,8 @@ export interface WorkloadIds {
   endpoint: string
   /** '' unless k8s. */
   pod: string
+  /** CNI_NETNS: recorded on a non-Kubernetes allocation, so GC can tell it is a workload's (docs/gc-ownership.md). */
+  netns: string
   /** The pod's namespace for k8s; "default" (or CNI_TEST_NAMESPACE) otherwise. */
   namespace: string
   /** `<network>.<containerID>`: the IPAM handle of this attachment. */
@@ -392,7 +395,7 @@ export interface WorkloadIds {
 }
 
 /** Upstream's GetIdentifiers + GetHandleID. */
-export function workloadIds(conf: NetConf, cmd: {containerId: string; ifName: string}, args: CniArgs, node: string): WorkloadIds {
+export function workloadIds(conf: NetConf, cmd: {containerId: string; ifName: string; netns?: string}, args: CniArgs, node: string): WorkloadIds {
   const k8s = args.podNamespace !== '' && args.podName !== ''
   const namespace = k8s ? args.podNamespace : args.testNamespace || 'default'
   const pod = k8s ? args.podName : ''
@@ -402,6 +405,7 @@ export function workloadIds(conf: NetConf, cmd: {containerId: string; ifName: st
     containerId: cmd.containerId,
     endpoint: cmd.ifName,
     pod,
+    netns: cmd.netns ?? '',
     namespace,
     handleId: `${conf.name}.${cmd.containerId}`,
     workloadId: k8s ? `${namespace}.${pod}` : cmd.containerId,
@@ -421,6 +425,8 @@ export function allocationAttrs(ids: WorkloadIds, now: Date): Record<string, str
   if (ids.pod !== '') {
     attrs.pod = ids.pod
     attrs.namespace = ids.namespace
+  } else if (ids.netns !== '') {
+    attrs[NETNS_ANNOTATION] = ids.netns
   }
   return attrs
 }

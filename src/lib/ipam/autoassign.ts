@@ -14,6 +14,7 @@ import type {AllowedUse, Pool} from './pool.js'
 import {findPool, selectPools} from './pools-select.js'
 import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} from './records.js'
 import {recentBlocks, rememberBlocks} from './recent-blocks.js'
+import {NETNS_ATTRIBUTE} from './ownership.js'
 import {decodeReservation, reservedMatcher, type ReservedMatcher} from './reservation.js'
 import {nanoTimestamp} from './time.js'
 
@@ -83,11 +84,12 @@ export function assignedIps(block: Block, ordinals: readonly number[]): Assigned
  * Attribute keys the CNI plugins write (cni/netconf.ts `allocationAttrs`) and that are read back to decide whose
  * an address is: `node` (borrowed views, `node list`, `node remove --release-addresses`), `timestamp` (gc's grace
  * period), `pod` and `namespace` (Calico's own garbage collector, which can share an etcd datastore with us, takes
- * an address carrying both as that pod's and frees it once the pod is gone). A user-given value for one of them
- * would forge that record, so the CLI refuses them (`refuseReservedAttributes`). Other keys, `type` included
- * (tunnel addresses assigned by hand), stay free.
+ * an address carrying both as that pod's and frees it once the pod is gone), and `ipamctl.io/netns` (marks a
+ * non-Kubernetes attachment's allocation as a workload's, which `ipam gc` may release: ipam/ownership.ts). A
+ * user-given value for one of them would forge that record, so the CLI refuses them (`refuseReservedAttributes`).
+ * Other keys, `type` included (tunnel addresses assigned by hand), stay free.
  */
-export const RESERVED_ATTRIBUTE_KEYS: readonly string[] = ['node', 'timestamp', 'pod', 'namespace']
+export const RESERVED_ATTRIBUTE_KEYS: readonly string[] = ['node', 'timestamp', 'pod', 'namespace', NETNS_ATTRIBUTE]
 
 /** For attributes typed by a user (`ipam assign --attr`): none may use a reserved key. */
 export function refuseReservedAttributes(attrs: Readonly<Record<string, string>>): void {
