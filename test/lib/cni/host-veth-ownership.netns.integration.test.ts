@@ -14,7 +14,7 @@ import { makeCtx } from '../../../src/lib/ipam/context.ts';
 import { createPools } from '../../../src/lib/ipam/pool-admin.ts';
 import { keys } from '../../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
-import { newWorkloadEndpoint } from '../../../src/lib/workload/endpoint.ts';
+import { newWorkloadEndpoint, workloadEndpointName } from '../../../src/lib/workload/endpoint.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
 import { ip, ipJson, netnsSkipReason, tryIp } from '../../support/netns.ts';
 import { type ProcResult, runProcess } from '../../support/process.ts';
@@ -242,12 +242,28 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     assert.equal(linkInfo(veth), undefined);
   });
 
-  it('DEL without a netns leaves a host veth of its name that is marked for another container', async (t) => {
+  it('DEL without a netns deletes no host veth marked for another container, neither by its computed name nor by the one its record names', async (t) => {
     const sb = await box();
     const cid = cnitoolId('d');
-    const index = foreignLink(t, vethOf(cid), 'ipamctl-cni:the-live-one');
-    ok(await cni('DEL', { cid }, sb.conf()), 'DEL');
-    assert.equal(linkInfo(vethOf(cid))?.ifindex, index, 'the other attachment keeps its veth');
+    // The name an older ipamctl gave this attachment (cali + its first 11 characters), now another attachment's.
+    const legacy = `cali${cid.slice(0, 11)}`;
+    const byName = foreignLink(t, vethOf(cid), 'ipamctl-cni:the-live-one');
+    const byRecord = foreignLink(t, legacy, 'ipamctl-cni:the-live-one');
+    await withStore(sb.db, (s) =>
+      putEndpoint(
+        s,
+        newWorkloadEndpoint(
+          { name: workloadEndpointName({ node: NODE, orchestrator: 'cni', containerId: cid, ifName: 'eth0' }), namespace: 'default', orchestrator: 'cni', node: NODE, containerID: cid, endpoint: 'eth0', ipNetworks: [], interfaceName: legacy, network: NET },
+          new Date(),
+        ),
+      ),
+    );
+    const p = await cni('DEL', { cid }, sb.conf());
+    ok(p, 'DEL');
+    assert.equal(linkInfo(legacy)?.ifindex, byRecord, 'the link the record names stays: it is marked for another container');
+    assert.match(p.stderr, new RegExp(`host interface ${legacy} belongs to another attachment; left in place`));
+    assert.equal(linkInfo(vethOf(cid))?.ifindex, byName);
+    assert.deepEqual(await records(sb.db), {}, 'the record of this attachment is gone');
   });
 
   it('GC deletes the records and host veths of the attachments it collects, and nothing else', async (t) => {
