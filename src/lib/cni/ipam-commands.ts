@@ -8,7 +8,7 @@ import type {Store} from '../store/store.js'
 import {CNI_ERR, CniError, toCniError} from './errors.js'
 import {ipamCheck, ipamGc, type IpamPluginDeps, ipamRequest, validAttachments} from './ipam-plugin.js'
 import {acquireHostLock} from './lock.js'
-import {datastoreSettingsFor, DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from './netconf.js'
+import {datastoreSettingsFor, DEFAULT_IPAM_LOCK_FILE, determineNodename, type NetConf, parseNetConf} from './netconf.js'
 import {agentSocketFor, PluginDatastore} from './plugin-datastore.js'
 import type {CmdArgs, PluginFuncs} from './skel.js'
 
@@ -18,7 +18,7 @@ export function ipamGcFor(ctx: Ctx, a: CmdArgs, conf: NetConf, deps: IpamPluginD
   const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
   const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
   const lock = lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log})
-  return ipamGc(ctx, conf, attachments, {log: a.log, lock})
+  return ipamGc(ctx, conf, attachments, {log: a.log, lock, node: determineNodename(conf, deps)})
 }
 
 export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {

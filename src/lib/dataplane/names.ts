@@ -1,7 +1,7 @@
 // Interface names. For Kubernetes pods the host veth name must match upstream Calico's exactly: Felix finds a pod's
 // interface by recomputing it from `<namespace>.<pod>`. For other workloads nothing recomputes it (Felix-style
 // consumers read the name from the WorkloadEndpoint record's interfaceName), so ipamctl hashes the whole container
-// ID instead of cutting it: see docs/design.md "Host veth names and ownership".
+// ID instead of cutting it: see docs/host-veths.md.
 import {sha1Hex} from '../codec/sha1.js'
 
 export const DEFAULT_INTERFACE_PREFIX = 'cali'
