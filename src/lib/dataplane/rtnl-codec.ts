@@ -138,7 +138,8 @@ export interface Link {
 export function decodeLink(buf: Buffer): Link {
   const v = need(buf, 16, 'link')
   const a = parseAttrs(buf, 16)
-  return {index: v.getInt32(4, LE), up: (v.getUint32(8, LE) & IFF_UP) !== 0, ifname: cstr(a.get(IFLA.IFNAME)), address: copy(a.get(IFLA.ADDRESS)), mtu: u32(a.get(IFLA.MTU)), alias: cstr(a.get(IFLA.IFALIAS))}
+  const alias = cstr(a.get(IFLA.IFALIAS))
+  return {index: v.getInt32(4, LE), up: (v.getUint32(8, LE) & IFF_UP) !== 0, ifname: cstr(a.get(IFLA.IFNAME)), address: copy(a.get(IFLA.ADDRESS)), mtu: u32(a.get(IFLA.MTU)), ...(alias ? {alias} : {})}
 }
 
 export interface Route {

@@ -91,6 +91,7 @@ export function workloadEndpointFrom(parsed: unknown): WorkloadEndpoint {
   const md = raw?.metadata ?? {}
   const spec = raw?.spec ?? {}
   const str = (v: unknown) => (typeof v === 'string' ? v : '')
+  const network = str((md.annotations as Record<string, unknown> | undefined)?.[NETWORK_ANNOTATION])
   return {
     name: str(md.name),
     namespace: str(md.namespace),
@@ -107,7 +108,8 @@ export function workloadEndpointFrom(parsed: unknown): WorkloadEndpoint {
     interfaceName: str(spec.interfaceName),
     mac: typeof spec.mac === 'string' ? spec.mac : undefined,
     netns: str((md.annotations as Record<string, unknown> | undefined)?.[NETNS_ANNOTATION]) || undefined,
-    network: str((md.annotations as Record<string, unknown> | undefined)?.[NETWORK_ANNOTATION]) || undefined,
+    // Only when present: records written before the annotation existed decode exactly as they did.
+    ...(network ? {network} : {}),
   }
 }
 
