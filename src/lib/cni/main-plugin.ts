@@ -241,7 +241,8 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
         const failures: string[] = []
         let released: string[] = []
         try {
-          if (ownIpam(conf.ipam.type, invokedAs)) released = await ipamGcFor(ctx, a, conf, deps)
+          // As before records were collected too: ipamctl's handles of this network, whatever the IPAM type.
+          released = await ipamGcFor(ctx, a, conf, deps)
         } catch (err) {
           failures.push(toCniError(err).msg)
         }
