@@ -221,7 +221,9 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
         const wep = decodeWorkloadEndpoint(kv.value)
         const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
         try {
-          await checkPod(wireRequest(a, req, wep.ipNetworks, mtu))
+          // The interface the record names: pods wired by an older ipamctl have non-Kubernetes names of another form.
+          const wreq = wireRequest(a, req, wep.ipNetworks, mtu)
+          await checkPod({...wreq, hostIfName: wep.interfaceName || wreq.hostIfName})
         } catch (err) {
           throw new CniError(CNI_ERR.internal, `CHECK failed: ${(err as Error).message}`)
         }

@@ -266,6 +266,36 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     assert.deepEqual(await records(sb.db), {}, 'the record of this attachment is gone');
   });
 
+  it('a pod wired before these names (unmarked host veth, cali + first 11 characters, named in its record): CHECK finds it, DEL without a netns removes it', async (t) => {
+    const sb = await box();
+    const cid = cnitoolId('l');
+    const legacy = `cali${cid.slice(0, 11)}`;
+    const ns = newNs(t);
+    track(t, vethOf(cid));
+    track(t, legacy);
+    const r = ok(await cni('ADD', { cid, ns }, sb.conf()), 'ADD');
+    // Make it look as an older ipamctl left it: the old name, no marker, and the record naming it.
+    ip('link', 'set', 'dev', vethOf(cid), 'down');
+    ip('link', 'set', 'dev', vethOf(cid), 'name', legacy);
+    ip('link', 'set', 'dev', legacy, 'alias', '');
+    ip('link', 'set', 'dev', legacy, 'up');
+    const v4 = r.ips[0].address.split('/')[0];
+    ip('route', 'replace', `${v4}/32`, 'dev', legacy, 'scope', 'link');
+    await withStore(sb.db, async (s) => {
+      const [kv] = await s.list(keys.resourcePrefix('workloadendpoints'));
+      const doc = JSON.parse(kv!.value);
+      doc.spec.interfaceName = legacy;
+      await s.txn([], [{ put: kv!.key, value: JSON.stringify(doc) }]);
+    });
+    assert.equal(linkInfo(legacy)?.ifalias, undefined);
+    const check = await cni('CHECK', { cid, ns }, JSON.stringify({ ...JSON.parse(sb.conf()), prevResult: r }));
+    assert.deepEqual([check.code, check.stdout], [0, ''], check.stderr);
+    ok(await cni('DEL', { cid }, sb.conf()), 'DEL without CNI_NETNS');
+    assert.equal(linkInfo(legacy), undefined, 'the record names it: it was this attachment\'s');
+    assert.deepEqual(podLinks(ns), [], 'the pod end went with it');
+    assert.deepEqual(await records(sb.db), {});
+  });
+
   it('GC deletes the records and host veths of the attachments it collects, and nothing else', async (t) => {
     const sb = await box();
     const [keep, drop, taken] = [cnitoolId('k'), cnitoolId('x'), cnitoolId('t')];
