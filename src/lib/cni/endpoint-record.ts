@@ -1,7 +1,7 @@
-// A pod's WorkloadEndpoint record, as the main plugin writes it on ADD and removes it on DEL: the same code
-// whether the plugin does it on the datastore itself or the per-node agent does it for the plugin.
-import type {Store} from '../store/store.js'
-import {decodeWorkloadEndpoint, encodeWorkloadEndpoint, endpointKey, type WorkloadEndpoint} from '../workload/endpoint.js'
+// A pod's WorkloadEndpoint record, as the main plugin writes it on ADD and removes it on DEL (the same code
+// whether the plugin does it on the datastore itself or the per-node agent does it for the plugin) and on CNI GC.
+import type {KeyValue, Store} from '../store/store.js'
+import {decodeWorkloadEndpoint, encodeWorkloadEndpoint, endpointKey, listWorkloadEndpoints, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {CNI_ERR, CniError} from './errors.js'
 
 /**
@@ -35,4 +35,34 @@ export async function takeEndpoint(store: Store, namespace: string, name: string
   const stale = wep !== undefined && wep.containerID !== '' && wep.containerID !== containerId
   if (seen && !stale) await store.txn([{key, modRevision: seen.modRevision}], [{delete: key}])
   return {wep, stale}
+}
+
+export interface GcScope {
+  /** This node: GC's list of valid attachments comes from this node's runtime, so other nodes' records are not ours. */
+  node: string
+  /** The CNI network being collected (netconf `name`). */
+  network: string
+  /** Container IDs of the valid attachments. */
+  valid: ReadonlySet<string>
+  /** Addresses the IPAM part of this GC released (without prefix). */
+  released: ReadonlySet<string>
+}
+
+/**
+ * The records of attachments a CNI GC collects: on this node, of a container that is not valid, and of this
+ * network, known by the record's network annotation or, for records written before it existed, by all of its
+ * addresses having just been released from this network's handles.
+ */
+export async function endpointsToCollect(store: Store, scope: GcScope): Promise<(WorkloadEndpoint & {kv: KeyValue})[]> {
+  const addr = (cidr: string) => cidr.split('/')[0]!
+  return (await listWorkloadEndpoints(store, scope.node)).filter((w) => {
+    if (w.containerID === '' || scope.valid.has(w.containerID)) return false
+    if (w.network !== undefined) return w.network === scope.network
+    return w.ipNetworks.length > 0 && w.ipNetworks.every((n) => scope.released.has(addr(n)))
+  })
+}
+
+/** Delete a record GC collects, only if it is unchanged since it was read (else a new ADD may own it now). */
+export async function removeCollectedEndpoint(store: Store, wep: {kv: KeyValue}): Promise<boolean> {
+  return (await store.txn([{key: wep.kv.key, modRevision: wep.kv.modRevision}], [{delete: wep.kv.key}])).succeeded
 }

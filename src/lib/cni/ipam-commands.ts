@@ -8,9 +8,18 @@ import type {Store} from '../store/store.js'
 import {CNI_ERR, CniError, toCniError} from './errors.js'
 import {ipamCheck, ipamGc, type IpamPluginDeps, ipamRequest, validAttachments} from './ipam-plugin.js'
 import {acquireHostLock} from './lock.js'
-import {datastoreSettingsFor, DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from './netconf.js'
+import {datastoreSettingsFor, DEFAULT_IPAM_LOCK_FILE, determineNodename, type NetConf, parseNetConf} from './netconf.js'
 import {agentSocketFor, PluginDatastore} from './plugin-datastore.js'
 import type {CmdArgs, PluginFuncs} from './skel.js'
+
+/** IPAM's part of CNI GC on an open context, under the host lock: the addresses released. */
+export function ipamGcFor(ctx: Ctx, a: CmdArgs, conf: NetConf, deps: IpamPluginDeps): Promise<string[]> {
+  const attachments = validAttachments(conf.raw)
+  const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
+  const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
+  const lock = lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log})
+  return ipamGc(ctx, conf, attachments, {log: a.log, lock, node: determineNodename(conf, deps)})
+}
 
 export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
@@ -54,11 +63,8 @@ export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
     },
     async gc(a) {
       const conf = parseNetConf(a.config)
-      const attachments = validAttachments(conf.raw)
-      const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
-      const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
-      const lock = lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log})
-      await withCtx(a, conf, (ctx) => ipamGc(ctx, conf, attachments, {log: a.log, lock}))
+      validAttachments(conf.raw) // refuse a GC without the list before opening the datastore
+      await withCtx(a, conf, (ctx) => ipamGcFor(ctx, a, conf, deps))
     },
   }
 }

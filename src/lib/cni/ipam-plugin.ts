@@ -7,7 +7,7 @@ import {type AssignedIp, type AutoAssignArgs, autoAssign, type FamilyResult, sho
 import {datastoreLocked} from '../ipam/cluster-info.js'
 import {type Ctx, listPools} from '../ipam/context.js'
 import {releaseByHandle, type ReleaseOption, releaseIps} from '../ipam/release.js'
-import {ipsByHandle} from '../ipam/query.js'
+import {ipsByHandle, ipStatus} from '../ipam/query.js'
 import {sanitizeHandle} from '../ipam/block.js'
 import type {Clock} from '../ipam/time.js'
 import {decodeHandle} from '../ipam/records.js'
@@ -328,20 +328,26 @@ export function validAttachments(raw: Record<string, unknown>): Attachment[] {
 
 /**
  * GC (spec 1.1): release every handle of this network (`<network>.<containerID>`) whose container is not
- * among the valid attachments. Handles are per container, not per interface, so a container counts as
- * valid if any of its attachments is listed. Handles whose suffix contains a dot (legacy workload handles,
- * VM handles) are not sandbox handles and are left alone, as upstream's ParsePodHandleID does. Errors do not
- * stop the sweep; they are reported together at the end.
+ * among the valid attachments and whose addresses were all allocated to `node`. Handles are per container, not
+ * per interface, so a container counts as valid if any of its attachments is listed. The list comes from this
+ * node's runtime, so another node's attachments are never in it: a handle with an address of another node (or of
+ * none recorded) is not this GC's to release. Handles whose suffix contains a dot (legacy workload handles, VM
+ * handles) are not sandbox handles and are left alone, as upstream's ParsePodHandleID does. Errors do not stop
+ * the sweep; they are reported together at the end.
  */
-export async function ipamGc(ctx: Ctx, conf: NetConf, attachments: readonly Attachment[], req: Pick<IpamRequest, 'log' | 'lock'>): Promise<string[]> {
+export async function ipamGc(ctx: Ctx, conf: NetConf, attachments: readonly Attachment[], req: Pick<IpamRequest, 'log' | 'lock'> & {node: string}): Promise<string[]> {
   const valid = new Set(attachments.map((a) => a.containerID))
   const prefix = keys.handlePrefix() + conf.name + '.'
-  const stale: string[] = []
+  const candidates: string[] = []
   for (const key of await ctx.store.listKeys(prefix)) {
     const handle = sanitizeHandle(key.slice(keys.handlePrefix().length))
     const containerId = handle.slice(conf.name.length + 1)
     if (containerId === '' || containerId.includes('.') || valid.has(containerId)) continue
-    stale.push(key.slice(keys.handlePrefix().length))
+    candidates.push(key.slice(keys.handlePrefix().length))
+  }
+  const stale: string[] = []
+  for (const handle of candidates) {
+    if (await allocatedOnlyTo(ctx, handle, req.node)) stale.push(handle)
   }
   const released: string[] = []
   const failures: string[] = []
@@ -363,6 +369,23 @@ export async function ipamGc(ctx: Ctx, conf: NetConf, attachments: readonly Atta
   }
   if (failures.length > 0) throw new CniError(CNI_ERR.internal, `GC failed to release ${failures.length} of ${stale.length} stale handles`, failures.join('; '))
   return released
+}
+
+/** Whether every address `handle` holds is recorded as allocated to `node` (and there is at least one). */
+async function allocatedOnlyTo(ctx: Ctx, handle: string, node: string): Promise<boolean> {
+  let ips: string[]
+  try {
+    ips = await ipsByHandle(ctx, handle)
+  } catch (err) {
+    if (err instanceof NotFoundError) return false
+    throw err
+  }
+  if (ips.length === 0) return false
+  for (const ip of ips) {
+    const st = await ipStatus(ctx, ip)
+    if (st.state !== 'assigned' || st.owner.attrs.node !== node) return false
+  }
+  return true
 }
 
 // ---------------------------------------------------------------------------------------------- the plugin

@@ -8,8 +8,8 @@ import path from 'node:path'
 import {type Ctx, makeCtx} from '../ipam/context.js'
 import {systemClock} from '../ipam/time.js'
 import {addressOf, familyOf, hostCidr, type CniResult} from './result.js'
-import {checkPod, openPodSide, unwirePod, wirePod, type WireRequest} from '../dataplane/veth.js'
-import {hostVethName, interfacePrefix} from '../dataplane/names.js'
+import {checkHostLinkReplaceable, checkPod, openPodSide, unwirePod, wirePod, type WireRequest} from '../dataplane/veth.js'
+import {hostVethName, interfacePrefix, validIfName} from '../dataplane/names.js'
 import {openStore as defaultOpenStore} from '../store/open.js'
 import type {Store} from '../store/store.js'
 import {
@@ -19,11 +19,12 @@ import {
 } from '../workload/endpoint.js'
 import {parseCniArgs, withIgnoreUnknown} from './args.js'
 import {execDelegate} from './delegate.js'
-import {CNI_ERR, CniError} from './errors.js'
-import {ipamPlugin} from './ipam-commands.js'
-import {ipamCheck, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
+import {endpointsToCollect, removeCollectedEndpoint} from './endpoint-record.js'
+import {CNI_ERR, CniError, toCniError} from './errors.js'
+import {ipamGcFor, ipamPlugin} from './ipam-commands.js'
+import {ipamCheck, ipamRequest, type IpamPluginDeps, type IpamRequest, validAttachments} from './ipam-plugin.js'
 import {agentSocketFor, PluginDatastore} from './plugin-datastore.js'
-import {DEFAULT_MTU_FILE, datastoreSettingsFor, validateMainPluginConf, wepName, type NetConf} from './netconf.js'
+import {DEFAULT_MTU_FILE, datastoreSettingsFor, determineNodename, parseNetConf, validateMainPluginConf, wepName, type NetConf} from './netconf.js'
 import type {CmdArgs, PluginFuncs} from './skel.js'
 
 export interface MainPluginDeps extends IpamPluginDeps {
@@ -52,12 +53,13 @@ function mtuFor(conf: NetConf, file: string): number {
 
 function wireRequest(a: CmdArgs, req: IpamRequest, ips: readonly string[], mtu: number): WireRequest {
   const ids = req.ids
+  const k8s = ids.orchestrator === 'k8s' && ids.namespace !== '' && ids.pod !== ''
   return {
     netns: a.netns,
     ifName: a.ifName,
     hostIfName: hostVethName({
-      namespace: ids.orchestrator === 'k8s' ? ids.namespace : undefined,
-      pod: ids.orchestrator === 'k8s' ? ids.pod : undefined,
+      namespace: k8s ? ids.namespace : undefined,
+      pod: k8s ? ids.pod : undefined,
       containerId: ids.containerId,
       prefix: interfacePrefix(a.getenv('FELIX_INTERFACEPREFIX')),
     }),
@@ -65,6 +67,10 @@ function wireRequest(a: CmdArgs, req: IpamRequest, ips: readonly string[], mtu: 
     ipv6: ips.map(addressOf).find((x) => familyOf(x) === 6),
     mtu,
     allowIpForwarding: req.conf.containerSettings.allowIpForwarding,
+    owner: ids.containerId,
+    // A Kubernetes name is the pod's: a new sandbox of the pod replaces the old sandbox's veth, as upstream does
+    // (the kubelet runs one sandbox per pod). A name derived from the container ID belongs to that container alone.
+    replaceOtherOwner: k8s,
   }
 }
 
@@ -119,6 +125,8 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       // ADD for a wired pod would release the addresses it uses. wirePod reuses (and closes) what this opened.
       const side = await openPodSide(a.netns, a.ifName)
       try {
+        // Likewise a host veth name held by another attachment (wirePod checks again, for a race).
+        await checkHostLinkReplaceable(wireRequest(a, req, [], mtu))
         return await withDatastore(a, req, async (ds) => {
           const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ds.ipamAdd() : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
           const addresses = ipam.ips.map((i) => i.address)
@@ -144,6 +152,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
                 interfaceName: w.hostIfName,
                 mac: w.podMac,
                 netns: a.netns,
+                network: req.conf.name,
               },
               (deps.clock ?? systemClock).now(),
             )
@@ -163,7 +172,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
             // Undo in reverse order; report the original error, not a cleanup problem.
             const cleanup: Promise<unknown>[] = []
             if (wepWritten) cleanup.push(ds.takeEndpoint(req.ids.namespace, wepName(req.ids), req.ids.containerId))
-            if (wired) cleanup.push(unwirePod({netns: a.netns, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6}))
+            if (wired) cleanup.push(unwirePod({netns: a.netns, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6, owner: req.ids.containerId, claimUnmarked: false}))
             for (const r of await Promise.allSettled(cleanup)) if (r.status === 'rejected') a.log(`cleanup after failed ADD: ${(r.reason as Error).message}`)
             try {
               await ipamDelFor(a, ds, req)
@@ -188,7 +197,13 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
         if (!stale) {
           const ips = wep?.ipNetworks ?? []
           const wreq = wireRequest(a, req, ips, 0)
-          await unwirePod({netns: a.netns || undefined, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6})
+          // The record names the interface this attachment was given (an older ipamctl named non-Kubernetes
+          // veths differently), and naming it makes an unmarked link of that name this attachment's. Without a
+          // record, only a Kubernetes name (the pod's, as upstream) or a link marked for this container is.
+          const hostIfName = wep?.interfaceName || wreq.hostIfName
+          const claimUnmarked = wep?.interfaceName ? true : wreq.replaceOtherOwner === true
+          const outcome = await unwirePod({netns: a.netns || undefined, ifName: a.ifName, hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6, owner: ids.containerId, claimUnmarked})
+          if (outcome === 'not-ours') a.log(`host interface ${hostIfName} belongs to another attachment; left in place`)
         }
         await ipamDelFor(a, ds, req)
       })
@@ -206,7 +221,9 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
         const wep = decodeWorkloadEndpoint(kv.value)
         const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
         try {
-          await checkPod(wireRequest(a, req, wep.ipNetworks, mtu))
+          // The interface the record names: pods wired by an older ipamctl have non-Kubernetes names of another form.
+          const wreq = wireRequest(a, req, wep.ipNetworks, mtu)
+          await checkPod({...wreq, hostIfName: wep.interfaceName || wreq.hostIfName})
         } catch (err) {
           throw new CniError(CNI_ERR.internal, `CHECK failed: ${(err as Error).message}`)
         }
@@ -214,6 +231,47 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
     },
 
     status: ipamPlugin(deps).status,
-    gc: ipamPlugin(deps).gc,
+
+    // GC (spec 1.1): IPAM releases the handles of attachments not listed (ipamGc); then each such attachment's
+    // WorkloadEndpoint record on this node goes too, with its host veth if that is still marked as the
+    // attachment's (a link of another attachment or an unmarked one stays). Errors do not stop the sweep.
+    async gc(a) {
+      const conf = parseNetConf(a.config)
+      const valid = new Set(validAttachments(conf.raw).map((x) => x.containerID))
+      const node = determineNodename(conf, deps)
+      await withStore(a, conf, async (ctx, store) => {
+        const failures: string[] = []
+        let released: string[] = []
+        try {
+          // As before records were collected too: ipamctl's handles of this network, whatever the IPAM type.
+          released = await ipamGcFor(ctx, a, conf, deps)
+        } catch (err) {
+          failures.push(toCniError(err).msg)
+        }
+        for (const wep of await endpointsToCollect(store, {node, network: conf.name, valid, released: new Set(released)})) {
+          const what = `WorkloadEndpoint ${wep.namespace}/${wep.name} (container ${wep.containerID})`
+          try {
+            if (wep.interfaceName && validIfName(wep.interfaceName)) {
+              const ips = wep.ipNetworks.map(addressOf)
+              const outcome = await unwirePod({
+                ifName: validIfName(wep.endpoint) ? wep.endpoint : 'eth0',
+                hostIfName: wep.interfaceName,
+                ipv4: ips.find((x) => familyOf(x) === 4),
+                ipv6: ips.find((x) => familyOf(x) === 6),
+                owner: wep.containerID,
+                claimUnmarked: false,
+              })
+              if (outcome === 'not-ours') a.log(`GC: host interface ${wep.interfaceName} is not marked as container ${wep.containerID}'s; left in place`)
+              else if (outcome === 'deleted') a.log(`GC: deleted host interface ${wep.interfaceName} of container ${wep.containerID}`)
+            }
+            if (await removeCollectedEndpoint(store, wep)) a.log(`GC: deleted ${what}`)
+            else a.log(`GC: ${what} changed while being collected; left in place`)
+          } catch (err) {
+            failures.push(`${what}: ${toCniError(err).msg}`)
+          }
+        }
+        if (failures.length > 0) throw new CniError(CNI_ERR.internal, `GC failed for ${failures.length} item(s)`, failures.join('; '))
+      })
+    },
   }
 }

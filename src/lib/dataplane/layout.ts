@@ -28,6 +28,14 @@ export interface WireRequest {
   allowIpForwarding?: boolean
   /** Fixed pod-side MAC (cni.projectcalico.org/hwAddr); default kernel-chosen. */
   podMac?: string
+  /** The attachment (container ID) this is for: wirePod records it on the host veth (names.ts hostLinkMarker). */
+  owner?: string
+  /**
+   * A host link of that name that is not marked as `owner`'s may be deleted and replaced: only for Kubernetes names,
+   * which are the pod's identity (one sandbox per pod; a new sandbox replaces the old one's veth, as upstream).
+   * Otherwise only a leftover of the same attachment is replaced and any other link fails the ADD.
+   */
+  replaceOtherOwner?: boolean
 }
 
 export interface CheckedRequest {

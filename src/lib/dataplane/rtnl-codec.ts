@@ -25,7 +25,7 @@ export const RTM = {
 export const NLM_F = {REPLACE: 0x100, EXCL: 0x200, CREATE: 0x400, DUMP: 0x300} as const
 
 export const IFF_UP = 0x1
-export const IFLA = {ADDRESS: 1, IFNAME: 3, MTU: 4, LINKINFO: 18, NET_NS_FD: 28} as const
+export const IFLA = {ADDRESS: 1, IFNAME: 3, MTU: 4, LINKINFO: 18, IFALIAS: 20, NET_NS_FD: 28} as const
 export const IFLA_INFO = {KIND: 1, DATA: 2} as const
 export const VETH_INFO_PEER = 1
 export const IFA = {ADDRESS: 1, LOCAL: 2} as const
@@ -131,12 +131,15 @@ export interface Link {
   ifname?: string
   address?: Buffer
   mtu?: number
+  /** IFLA_IFALIAS: where wirePod records which attachment created a host veth (names.ts hostLinkMarker). */
+  alias?: string
 }
 
 export function decodeLink(buf: Buffer): Link {
   const v = need(buf, 16, 'link')
   const a = parseAttrs(buf, 16)
-  return {index: v.getInt32(4, LE), up: (v.getUint32(8, LE) & IFF_UP) !== 0, ifname: cstr(a.get(IFLA.IFNAME)), address: copy(a.get(IFLA.ADDRESS)), mtu: u32(a.get(IFLA.MTU))}
+  const alias = cstr(a.get(IFLA.IFALIAS))
+  return {index: v.getInt32(4, LE), up: (v.getUint32(8, LE) & IFF_UP) !== 0, ifname: cstr(a.get(IFLA.IFNAME)), address: copy(a.get(IFLA.ADDRESS)), mtu: u32(a.get(IFLA.MTU)), ...(alias ? {alias} : {})}
 }
 
 export interface Route {

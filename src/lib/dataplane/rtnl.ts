@@ -150,6 +150,11 @@ export async function setMac(sock: Rtnl, index: number, mac: Buffer): Promise<vo
   await sock.request(RTM.SETLINK, 0, [ifinfomsg({index}), attr(IFLA.ADDRESS, mac)])
 }
 
+/** Set the link's alias (IFLA_IFALIAS; the kernel ignores it in RTM_NEWLINK, so it is a separate request). */
+export async function setAlias(sock: Rtnl, index: number, name: string, alias: string): Promise<void> {
+  await nl(`failed to set the alias of ${name}`, sock.request(RTM.SETLINK, 0, [ifinfomsg({index}), strAttr(IFLA.IFALIAS, alias)]))
+}
+
 /** Delete a link by index; a link that is already gone is fine. */
 export async function deleteLink(sock: Rtnl, index: number, name: string): Promise<void> {
   try {

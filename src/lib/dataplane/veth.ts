@@ -5,6 +5,7 @@
 import {formatIp, parseIp, type Ip} from '../net/cidr.js'
 import {DataplaneError, InterfaceExistsError, NetnsNotFoundError} from './errors.js'
 import {checkIfName, checkRequest, EXPECTED_HOST_LL_V6, HOST_VETH_MAC, POD_GATEWAY_V4, type CheckedRequest, type WireRequest} from './layout.js'
+import {hostLinkMarker, isHostLinkMarker} from './names.js'
 import {openNetns, type NetnsHandle} from './netns.js'
 import {addHostRoute, deleteHostRoute, type HostLink} from './routes.js'
 import {
@@ -22,6 +23,7 @@ import {
   nlFailure,
   parseMac,
   RT_TABLE_MAIN,
+  setAlias,
   setMac,
   setUp,
   socketIn,
@@ -70,13 +72,24 @@ export interface WireResult {
 }
 
 export interface UnwireRequest {
-  /** Unset or already deleted is fine: the host veth is then removed by name. */
+  /** Unset or already deleted is fine: the host veth is then removed by name, if it is this attachment's. */
   netns?: string
   ifName: string
   hostIfName: string
   ipv4?: string
   ipv6?: string
+  /** The attachment (container ID): a host link marked for another attachment is never deleted. */
+  owner?: string
+  /**
+   * Whether a host link of that name WITHOUT an ipamctl marker (made by upstream Calico or an older ipamctl) is
+   * taken as this attachment's: the caller knows, e.g. from this attachment's WorkloadEndpoint record naming it.
+   * Default true (callers without a record, such as tests of the dataplane alone).
+   */
+  claimUnmarked?: boolean
 }
+
+/** What unwirePod did with the host side. */
+export type UnwireOutcome = 'deleted-with-pod' | 'deleted' | 'absent' | 'not-ours'
 
 /**
  * Pauses between looks for the host veth's IPv6 link-local. Upstream polls 10× at 50 ms; the address usually
@@ -117,6 +130,38 @@ export async function openPodSide(netns: string, ifName: string): Promise<PodSid
   return {ns, sock, close}
 }
 
+/** Who a host link belongs to, for messages: the container its marker names, else "something else". */
+function ownerText(link: Link): string {
+  if (!isHostLinkMarker(link.alias)) return 'something other than ipamctl (it has no ipamctl marker)'
+  return `container ${link.alias!.slice(link.alias!.indexOf(':') + 1)}`
+}
+
+/**
+ * The ownership rule for an existing host link named like the one an ADD is about to create: it may be replaced
+ * if it is a leftover of the same attachment (its marker names `owner`), or if the request allows replacing
+ * another owner's (Kubernetes names). Anything else is InterfaceExistsError: never delete another attachment's veth.
+ */
+function assertReplaceable(link: Link, req: Pick<WireRequest, 'hostIfName' | 'owner' | 'replaceOtherOwner'>): void {
+  if (req.replaceOtherOwner) return
+  if (req.owner !== undefined && link.alias === hostLinkMarker(req.owner)) return
+  throw new InterfaceExistsError(req.hostIfName, 'host', `interface "${req.hostIfName}" already exists on the host and belongs to ${ownerText(link)}; not replacing it`)
+}
+
+/**
+ * Fail early (before IPAM) when the host veth name is taken by a link this request may not replace (see
+ * assertReplaceable). wirePod checks again: this is only so that such an ADD changes nothing in the datastore.
+ */
+export async function checkHostLinkReplaceable(req: Pick<WireRequest, 'hostIfName' | 'owner' | 'replaceOtherOwner'>): Promise<void> {
+  checkIfName(req.hostIfName, 'host interface name')
+  const host = hostSocket()
+  try {
+    const link = await findLink(host, req.hostIfName)
+    if (link) assertReplaceable(link, req)
+  } finally {
+    host.close()
+  }
+}
+
 /**
  * Create and configure the pod's veth pair, addresses and routes. On any failure everything this call created is
  * removed again before the error is rethrown. Throws NetnsNotFoundError, InterfaceExistsError,
@@ -142,12 +187,18 @@ export async function wirePod(req: WireRequest, side?: PodSide): Promise<WireRes
   try {
     host = hostSocket()
     const stale = await findLink(host, r.hostIfName)
-    if (stale) await deleteLink(host, stale.index, r.hostIfName)
+    if (stale) {
+      assertReplaceable(stale, req)
+      await deleteLink(host, stale.index, r.hostIfName)
+    }
 
     await createVeth(host, pod, ns, r)
     created = {index: 0, name: r.hostIfName} // index 0 until looked up: rollback then deletes by name
     let hostLink = await mustFindLink(host, r.hostIfName, 'host')
     created.index = hostLink.index
+    // The kernel ignores IFLA_IFALIAS in RTM_NEWLINK, hence a second request. Until it lands the link is
+    // unmarked, which every other attachment treats as not theirs (see assertReplaceable / unwirePod).
+    if (req.owner !== undefined) await setAlias(host, created.index, r.hostIfName, hostLinkMarker(req.owner))
     hostLink = await ensureHostMac(host, hostLink, warnings)
     const hostMac = hostLink.address!
     const podLink = await mustFindLink(pod, r.ifName, 'pod')
@@ -194,9 +245,11 @@ export async function wirePod(req: WireRequest, side?: PodSide): Promise<WireRes
 /**
  * Remove the pod's interfaces. Idempotent: a missing netns, link or route is success. The pod end is deleted inside
  * the netns (which takes the host end with it); only when that did not happen (netns unset or gone, pod end
- * missing) is the host veth deleted by name, with its routes to the pod's addresses.
+ * missing) is the host veth deleted by name, with its routes to the pod's addresses, and only if it is this
+ * attachment's: marked for `owner`, or unmarked and `claimUnmarked`. Another attachment's link is left alone
+ * ('not-ours').
  */
-export async function unwirePod(req: UnwireRequest): Promise<void> {
+export async function unwirePod(req: UnwireRequest): Promise<UnwireOutcome> {
   checkIfName(req.ifName, 'pod interface name')
   checkIfName(req.hostIfName, 'host interface name')
   let podDeleted = false
@@ -222,16 +275,19 @@ export async function unwirePod(req: UnwireRequest): Promise<void> {
       }
     }
   }
-  if (podDeleted) return
+  if (podDeleted) return 'deleted-with-pod'
   const host = hostSocket()
   try {
     const link = await findLink(host, req.hostIfName)
-    if (!link) return
+    if (!link) return 'absent'
+    const ours = isHostLinkMarker(link.alias) ? req.owner !== undefined && link.alias === hostLinkMarker(req.owner) : req.claimUnmarked !== false
+    if (!ours) return 'not-ours'
     const index = link.index
     // The kernel drops a link's routes with it; deleting them first only narrows the window in which they point
     // at a dying device. Routes to these addresses via other links are not ours and stay.
     for (const text of [req.ipv4, req.ipv6]) if (text) await deleteHostRoute(host, parseIp(text), index)
     await deleteLink(host, index, req.hostIfName)
+    return 'deleted'
   } finally {
     host.close()
   }

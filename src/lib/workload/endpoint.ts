@@ -24,9 +24,12 @@ export interface WorkloadEndpoint {
   mac?: string
   /** ipamctl extension (annotation): the pod's netns path, so `ipam check` can spot endpoints whose pod is gone. */
   netns?: string
+  /** ipamctl extension (annotation): the CNI network (netconf `name`), so CNI GC of one network leaves another's alone. */
+  network?: string
 }
 
 export const NETNS_ANNOTATION = 'ipamctl.io/netns'
+export const NETWORK_ANNOTATION = 'ipamctl.io/network'
 
 /** Segments joined by "-", each "-" inside a segment doubled: node-1/web-0/eth0 → node--1-k8s-web--0-eth0. */
 export function workloadEndpointName(p: {node: string; orchestrator: 'k8s' | 'cni'; pod?: string; containerId: string; ifName: string}): string {
@@ -57,7 +60,7 @@ export function encodeWorkloadEndpoint(w: WorkloadEndpoint): string {
       uid: w.uid,
       creationTimestamp: w.creationTimestamp,
       labels: goMap(w.labels),
-      annotations: w.netns ? goMap({[NETNS_ANNOTATION]: w.netns}) : undefined,
+      annotations: w.netns || w.network ? goMap({...(w.netns ? {[NETNS_ANNOTATION]: w.netns} : {}), ...(w.network ? {[NETWORK_ANNOTATION]: w.network} : {})}) : undefined,
     },
     spec: {
       orchestrator: w.orchestrator,
@@ -88,6 +91,7 @@ export function workloadEndpointFrom(parsed: unknown): WorkloadEndpoint {
   const md = raw?.metadata ?? {}
   const spec = raw?.spec ?? {}
   const str = (v: unknown) => (typeof v === 'string' ? v : '')
+  const network = str((md.annotations as Record<string, unknown> | undefined)?.[NETWORK_ANNOTATION])
   return {
     name: str(md.name),
     namespace: str(md.namespace),
@@ -104,6 +108,8 @@ export function workloadEndpointFrom(parsed: unknown): WorkloadEndpoint {
     interfaceName: str(spec.interfaceName),
     mac: typeof spec.mac === 'string' ? spec.mac : undefined,
     netns: str((md.annotations as Record<string, unknown> | undefined)?.[NETNS_ANNOTATION]) || undefined,
+    // Only when present: records written before the annotation existed decode exactly as they did.
+    ...(network ? {network} : {}),
   }
 }
 

@@ -188,11 +188,11 @@ function newPod(t: TestContext, o: { k8s?: boolean; cniArgs?: string; ifName?: s
   allNs.add(ns);
   ip('-n', ns, 'link', 'set', 'lo', 'up');
   const k8s = o.k8s === false ? undefined : { namespace: 'team-a', name: `web-${RUN}-${n}` };
-  // containerd-style IDs for k8s pods; for plain CNI a dashed one (to see the dashes doubled in the WEP name) whose
-  // first 11 characters, which name the host veth, are unique.
+  // containerd-style IDs for k8s pods; for plain CNI a dashed one (to see the dashes doubled in the WEP name); its
+  // host veth is named from a SHA-1 of the whole ID.
   const cid = k8s ? randomBytes(32).toString('hex') : `c-${randomBytes(4).toString('hex')}-${RUN}-${n}`;
   const ifName = o.ifName ?? 'eth0';
-  const hostVeth = k8s ? `cali${createHash('sha1').update(`${k8s.namespace}.${k8s.name}`).digest('hex').slice(0, 11)}` : `cali${cid.slice(0, 11)}`;
+  const hostVeth = k8s ? `cali${createHash('sha1').update(`${k8s.namespace}.${k8s.name}`).digest('hex').slice(0, 11)}` : `cali${createHash('sha1').update(cid).digest('hex').slice(0, 11)}`;
   allLinks.add(hostVeth);
   const cniArgs =
     o.cniArgs ?? (k8s ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${k8s.namespace};K8S_POD_NAME=${k8s.name};K8S_POD_INFRA_CONTAINER_ID=${cid};K8S_POD_UID=${randomUUID()}` : undefined);
@@ -649,7 +649,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
 
         // cnitool derives the container ID from the netns path; the host veth name follows from it (non-k8s).
         const cid = `cnitool-${createHash('sha512').update(pod.netns).digest('hex').slice(0, 20)}`;
-        const hostVeth = k8s ? pod.hostVeth : `cali${cid.slice(0, 11)}`;
+        const hostVeth = k8s ? pod.hostVeth : `cali${createHash('sha1').update(cid).digest('hex').slice(0, 11)}`;
         allLinks.add(hostVeth);
         t.after(() => tryIp('link', 'del', 'dev', hostVeth));
         const added = await tool('add');

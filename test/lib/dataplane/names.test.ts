@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { hostVethName, ifNameProblem, interfacePrefix, validIfName } from '../../../src/lib/dataplane/names.ts';
+import { hostLinkMarker, hostVethName, ifNameProblem, interfacePrefix, isHostLinkMarker, validIfName } from '../../../src/lib/dataplane/names.ts';
 
 describe('hostVethName', () => {
   test('reference example: namespace/podname → cali82111e10a96', () => {
@@ -17,21 +17,42 @@ describe('hostVethName', () => {
     assert.equal(a.length, 15);
   });
 
-  test('non-k8s (pod or namespace missing): cali + first 11 chars of the container ID', () => {
+  test('non-k8s (pod or namespace missing): cali + first 11 hex chars of SHA-1(the whole container ID)', () => {
     const cid = '4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a99';
-    assert.equal(hostVethName({ containerId: cid }), 'cali4f3c2b1a0e9');
-    assert.equal(hostVethName({ namespace: 'default', containerId: cid }), 'cali4f3c2b1a0e9');
-    assert.equal(hostVethName({ pod: 'web-0', containerId: cid }), 'cali4f3c2b1a0e9');
-    assert.equal(hostVethName({ namespace: '', pod: 'web-0', containerId: cid }), 'cali4f3c2b1a0e9');
+    const want = `cali${createHash('sha1').update(cid).digest('hex').slice(0, 11)}`;
+    assert.equal(hostVethName({ containerId: cid }), want);
+    assert.equal(hostVethName({ namespace: 'default', containerId: cid }), want);
+    assert.equal(hostVethName({ pod: 'web-0', containerId: cid }), want);
+    assert.equal(hostVethName({ namespace: '', pod: 'web-0', containerId: cid }), want);
   });
 
-  test('short container IDs are used whole', () => {
-    assert.equal(hostVethName({ containerId: 'abc' }), 'caliabc');
+  test('non-k8s: IDs sharing their first 11 characters (cnitool-style) get distinct names', () => {
+    const a = hostVethName({ containerId: 'cnitool-abc0000000000000000001' });
+    const b = hostVethName({ containerId: 'cnitool-abc0000000000000000002' });
+    assert.notEqual(a, b);
+    assert.match(a, /^cali[0-9a-f]{11}$/);
+    assert.match(b, /^cali[0-9a-f]{11}$/);
+  });
+
+  test('short container IDs are hashed too: always 11 suffix characters', () => {
+    assert.equal(hostVethName({ containerId: 'abc' }), `cali${createHash('sha1').update('abc').digest('hex').slice(0, 11)}`);
   });
 
   test('prefix replaces cali; the suffix stays 11 characters', () => {
     assert.equal(hostVethName({ namespace: 'namespace', pod: 'podname', containerId: 'x', prefix: 'tap' }), 'tap82111e10a96');
-    assert.equal(hostVethName({ containerId: '0123456789abcdef', prefix: 'wl' }), 'wl0123456789a');
+    assert.equal(hostVethName({ containerId: '0123456789abcdef', prefix: 'wl' }), `wl${createHash('sha1').update('0123456789abcdef').digest('hex').slice(0, 11)}`);
+  });
+});
+
+describe('hostLinkMarker', () => {
+  test('names the container ID; one too long for an alias is recorded as its SHA-1', () => {
+    assert.equal(hostLinkMarker('c1'), 'ipamctl-cni:c1');
+    const long = 'x'.repeat(300);
+    assert.equal(hostLinkMarker(long), `ipamctl-cni:sha1:${createHash('sha1').update(long).digest('hex')}`);
+    assert.ok(Buffer.byteLength(hostLinkMarker('y'.repeat(243))) <= 255);
+    assert.equal(isHostLinkMarker(hostLinkMarker('c1')), true);
+    assert.equal(isHostLinkMarker('something else'), false);
+    assert.equal(isHostLinkMarker(undefined), false);
   });
 });
 

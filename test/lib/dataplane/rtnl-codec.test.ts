@@ -53,6 +53,12 @@ describe('rtnetlink decoding', () => {
     assert.equal(c.decodeLink(c.ifinfomsg({ index: 3 })).up, false);
   });
 
+  it('a link alias (IFLA_IFALIAS, the host veth owner marker) is decoded when present', () => {
+    const link = c.decodeLink(Buffer.concat([c.ifinfomsg({ index: 7 }), c.strAttr(c.IFLA.IFNAME, 'calix'), c.strAttr(c.IFLA.IFALIAS, 'ipamctl-cni:c1')]));
+    assert.equal(link.alias, 'ipamctl-cni:c1');
+    assert.equal('alias' in c.decodeLink(c.ifinfomsg({ index: 7 })), false);
+  });
+
   it('a route: RTA_TABLE wins over rtm_table; dst, oif, gateway', () => {
     const r = c.decodeRoute(
       Buffer.concat([

@@ -355,15 +355,54 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     assert.deepEqual(hostRoutes(`${v6(201)}/128`, '-6').map((r) => r.dev), [other]);
   });
 
-  test('a stale host link with the veth name is replaced', async () => {
-    const ns = newNs();
-    const hostIf = hostName('i');
-    hostLinks.add(`${hostIf}p`);
-    ip('link', 'add', hostIf, 'type', 'veth', 'peer', 'name', `${hostIf}p`);
-    await timedWire({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8) });
-    assert.equal(hostLinkExists(`${hostIf}p`), false, 'the stale pair is gone');
-    assert.equal(ipJson('link', 'show', 'dev', hostIf)[0].address, 'ee:ee:ee:ee:ee:ee');
-    await veth.unwirePod({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8) });
+  test('an existing host link with the veth name: replaced only if marked as the same owner (or replaceOtherOwner); otherwise InterfaceExistsError and untouched', async () => {
+    const alias = (name: string): string | undefined => ipJson('-d', 'link', 'show', 'dev', name)[0].ifalias;
+    const index = (name: string): number => ipJson('link', 'show', 'dev', name)[0].ifindex;
+    const pair = (name: string, mark?: string) => {
+      hostLinks.add(`${name}p`);
+      ip('link', 'add', name, 'type', 'veth', 'peer', 'name', `${name}p`);
+      if (mark) ip('link', 'set', 'dev', name, 'alias', mark);
+    };
+    // Another owner's, and an unmarked one: refused, the link stays as it was.
+    for (const [tag, mark] of [['io', 'ipamctl-cni:other'], ['iu', undefined]] as const) {
+      const ns = newNs();
+      const hostIf = hostName(tag);
+      pair(hostIf, mark);
+      const before = index(hostIf);
+      await assert.rejects(
+        veth.wirePod({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8), owner: 'me' }),
+        (e: unknown) => e instanceof errors.InterfaceExistsError && /already exists on the host and belongs to/.test((e as Error).message),
+      );
+      await assert.rejects(veth.checkHostLinkReplaceable({ hostIfName: hostIf, owner: 'me' }), errors.InterfaceExistsError);
+      assert.equal(index(hostIf), before, 'untouched');
+      assert.deepEqual(ipJson('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
+      // unwirePod by name leaves it too: it is not this owner's.
+      assert.equal(await veth.unwirePod({ ifName: 'eth0', hostIfName: hostIf, owner: 'me', claimUnmarked: false }), 'not-ours');
+      assert.equal(index(hostIf), before);
+    }
+    // The same owner's leftover: replaced, and the new link is marked.
+    {
+      const ns = newNs();
+      const hostIf = hostName('is');
+      pair(hostIf, 'ipamctl-cni:me');
+      await veth.checkHostLinkReplaceable({ hostIfName: hostIf, owner: 'me' });
+      await timedWire({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8), owner: 'me' });
+      assert.equal(hostLinkExists(`${hostIf}p`), false, 'the stale pair is gone');
+      assert.equal(ipJson('link', 'show', 'dev', hostIf)[0].address, 'ee:ee:ee:ee:ee:ee');
+      assert.equal(alias(hostIf), 'ipamctl-cni:me');
+      assert.equal(await veth.unwirePod({ ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8), owner: 'me', claimUnmarked: false }), 'deleted');
+      assert.equal(hostLinkExists(hostIf), false);
+    }
+    // replaceOtherOwner (Kubernetes names): another owner's link is replaced.
+    {
+      const ns = newNs();
+      const hostIf = hostName('ik');
+      pair(hostIf, 'ipamctl-cni:old-sandbox');
+      await timedWire({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(9), owner: 'new-sandbox', replaceOtherOwner: true });
+      assert.equal(hostLinkExists(`${hostIf}p`), false);
+      assert.equal(alias(hostIf), 'ipamctl-cni:new-sandbox');
+      await veth.unwirePod({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(9), owner: 'new-sandbox' });
+    }
   });
 
   test('20 pods wired in parallel all succeed, then unwired in parallel', async (t) => {
