@@ -90,7 +90,7 @@ describe('ADD', () => {
     assert.deepEqual(await ipsByHandle(ctx, `${NET}.c1`), [ip]);
     const st = await ipStatus(ctx, ip);
     assert.equal(st.state, 'assigned');
-    if (st.state === 'assigned') assert.deepEqual(st.owner.attrs, { node: 'node-1', timestamp: '2026-01-02 03:04:05.25 +0000 UTC' });
+    if (st.state === 'assigned') assert.deepEqual(st.owner.attrs, { node: 'node-1', timestamp: '2026-01-02 03:04:05.25 +0000 UTC', 'ipamctl.io/netns': '/var/run/netns/x' });
     assert.equal(opened[0]!.path, '/nonexistent/ipam.db');
     assert.deepEqual(lockEvents, ['lock /tmp/test-ipam.lock', 'unlock']);
   });
