@@ -6,6 +6,7 @@ import {BaseCommand} from '../../cli/base.js'
 import {buildReport, type CheckAllocation, checkIpam, type CheckResult, openReport} from '../../lib/ipam/check.js'
 
 export default class IpamCheck extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'Check IPAM for leaked addresses, leaked and missing handles, and invalid blocks.'
   static override description = [
     'Read-only. Prints what calicoctl ipam check prints: an address is in use when a workload endpoint lists it (or it is a Windows reservation); there are no Kubernetes Services or node tunnel addresses here, so those sections always find 0.',

@@ -3,6 +3,7 @@ import {BaseCommand} from '../../cli/base.js'
 import {createReservation} from '../../lib/ipam/reservation.js'
 
 export default class ReservationCreate extends BaseCommand {
+  static override storeMode = 'create' as const
   static override summary = 'Reserve CIDRs or addresses so that no new allocation uses them (IPReservation).'
   static override description = `A bare address reserves /32 (IPv4) or /128 (IPv6); host bits of a CIDR are masked off.
 Addresses already allocated inside a reserved CIDR stay allocated; only new allocations avoid them.`

@@ -1,6 +1,7 @@
 // The `ipamctl-ipam` plugin's CNI commands (accepts what calico-ipam accepts): ADD and DEL through the node's
 // agent when it answers, else on the datastore (plugin-datastore.ts); CHECK, STATUS and GC on the datastore.
 // The IPAM building blocks they use are in ipam-plugin.ts.
+import {StoreMissingError} from '../errors.js'
 import {type Ctx, makeCtx} from '../ipam/context.js'
 import {systemClock} from '../ipam/time.js'
 import {openStore as defaultOpenStore} from '../store/open.js'
@@ -15,8 +16,19 @@ import type {CmdArgs, PluginFuncs} from './skel.js'
 export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
   const clock = deps.clock ?? systemClock
-  const withCtx = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx) => Promise<T>): Promise<T> => {
-    const store = await open(await datastoreSettingsFor(conf, a.getenv))
+  // CHECK and GC never create a store: CHECK on a missing one fails (the container's addresses cannot be in
+  // it); GC on a missing one has nothing to collect and succeeds.
+  const withCtx = async <T>(a: CmdArgs, conf: NetConf, mode: 'read' | 'update', fn: (ctx: Ctx) => Promise<T>): Promise<T | undefined> => {
+    let store: Store
+    try {
+      store = await open(await datastoreSettingsFor(conf, a.getenv), {mode})
+    } catch (err) {
+      if (mode === 'update' && err instanceof StoreMissingError) {
+        a.log(`${err.message}: nothing to collect`)
+        return undefined
+      }
+      throw err
+    }
     try {
       return await fn(makeCtx(store, {clock}))
     } finally {
@@ -29,24 +41,26 @@ export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
     // it does not answer, the datastore is used directly with the same results (plugin-datastore.ts).
     async add(a) {
       const req = ipamRequest(a, deps)
-      return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock}, (ds) => ds.ipamAdd())
+      return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock, verb: 'add'}, (ds) => ds.ipamAdd())
     },
     async del(a) {
       const req = ipamRequest(a, deps)
-      await PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock}, (ds) => ds.ipamDel())
+      await PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock, verb: 'del'}, (ds) => ds.ipamDel())
     },
     async check(a) {
       const req = ipamRequest(a, deps)
-      await withCtx(a, req.conf, (ctx) => ipamCheck(ctx, req))
+      await withCtx(a, req.conf, 'read', (ctx) => ipamCheck(ctx, req))
     },
     async status(a) {
       const conf = parseNetConf(a.config)
       const settings = await datastoreSettingsFor(conf, a.getenv)
       let store: Store | undefined
       try {
-        store = await open(settings)
+        // A missing embedded store is ready: the first ADD creates it. STATUS itself creates nothing.
+        store = await open(settings, {mode: 'read'})
         await store.revision()
       } catch (err) {
+        if (err instanceof StoreMissingError) return
         throw new CniError(CNI_ERR.notAvailable, 'plugin not available', toCniError(err).msg)
       } finally {
         await store?.close().catch(() => {})
@@ -58,7 +72,7 @@ export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
       const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
       const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
       const lock = lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log})
-      await withCtx(a, conf, (ctx) => ipamGc(ctx, conf, attachments, {log: a.log, lock}))
+      await withCtx(a, conf, 'update', (ctx) => ipamGc(ctx, conf, attachments, {log: a.log, lock}))
     },
   }
 }

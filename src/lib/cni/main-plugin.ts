@@ -22,7 +22,7 @@ import {execDelegate} from './delegate.js'
 import {CNI_ERR, CniError} from './errors.js'
 import {ipamPlugin} from './ipam-commands.js'
 import {ipamCheck, ipamRequest, type IpamPluginDeps, type IpamRequest} from './ipam-plugin.js'
-import {agentSocketFor, PluginDatastore} from './plugin-datastore.js'
+import {agentSocketFor, PluginDatastore, type PluginVerb} from './plugin-datastore.js'
 import {DEFAULT_MTU_FILE, datastoreSettingsFor, validateMainPluginConf, wepName, type NetConf} from './netconf.js'
 import type {CmdArgs, PluginFuncs} from './skel.js'
 
@@ -71,8 +71,9 @@ function wireRequest(a: CmdArgs, req: IpamRequest, ips: readonly string[], mtu: 
 export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
   const invokedAs = deps.invokedAs ?? path.basename(process.argv[1] ?? '').replace(/\.js$/, '')
+  // CHECK only reads: a missing embedded store is an error, and none is created.
   const withStore = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx, store: Store) => Promise<T>): Promise<T> => {
-    const store = await open(await datastoreSettingsFor(conf, a.getenv))
+    const store = await open(await datastoreSettingsFor(conf, a.getenv), {mode: 'read'})
     try {
       return await fn(makeCtx(store, {clock: deps.clock ?? systemClock}), store)
     } finally {
@@ -80,12 +81,12 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
     }
   }
   // ADD and DEL: through the node's agent when it answers and the IPAM is ours (see plugin-datastore.ts).
-  const withDatastore = async <T>(a: CmdArgs, req: IpamRequest, fn: (ds: PluginDatastore) => Promise<T>): Promise<T> => {
+  const withDatastore = async <T>(a: CmdArgs, req: IpamRequest, verb: PluginVerb, fn: (ds: PluginDatastore) => Promise<T>): Promise<T> => {
     const socket = ownIpam(req.conf.ipam.type, invokedAs) ? agentSocketFor(req.conf) : undefined
-    return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), socket, {open, clock: deps.clock ?? systemClock}, async (ds) => {
+    return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), socket, {open, clock: deps.clock ?? systemClock, verb}, async (ds) => {
       // Without an agent, open the datastore before anything else: if it is unusable, a delegated IPAM must
       // not have allocated yet.
-      if (socket === undefined) await ds.ctx()
+      if (socket === undefined) await ds.direct()
       return fn(ds)
     })
   }
@@ -119,7 +120,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       // ADD for a wired pod would release the addresses it uses. wirePod reuses (and closes) what this opened.
       const side = await openPodSide(a.netns, a.ifName)
       try {
-        return await withDatastore(a, req, async (ds) => {
+        return await withDatastore(a, req, 'add', async (ds) => {
           const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ds.ipamAdd() : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
           const addresses = ipam.ips.map((i) => i.address)
           const wreq = wireRequest(a, req, addresses, mtu)
@@ -180,7 +181,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
 
     async del(a) {
       const req = request(a)
-      await withDatastore(a, req, async (ds) => {
+      await withDatastore(a, req, 'del', async (ds) => {
         const ids = req.ids
         // A WEP of another container means this DEL is for a stale sandbox: leave the live pod's record and
         // host veth (same name) alone, but still release this attachment's addresses.
