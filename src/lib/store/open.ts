@@ -9,8 +9,9 @@ import type {Store} from './store.js'
  *   existing one is read without any write, also from a read-only mount.
  * - 'update': writes, but only to change or remove what exists (release, delete, gc, remove, unlock): a missing
  *   embedded store is a StoreMissingError too, since there is nothing to change and the path is likely wrong.
- * - 'create': writes new state; a missing embedded store is created (0600 in 0700 directories) and
- *   `onCreated(path)` is called once, by the process that created it.
+ * - 'create': writes new state; a missing embedded store is created by the first write (0600 in 0700
+ *   directories; until then it reads as empty, see CreateOnWriteStore) and `onCreated(path)` is called once,
+ *   by the process that created it.
  * etcd has no such distinction: the cluster exists or it does not answer.
  */
 export type OpenMode = 'read' | 'update' | 'create'
@@ -34,6 +35,10 @@ export async function openStore(s: DatastoreSettings, opts: OpenOptions): Promis
     })
   }
   // Imported here too: an IPAM plugin answered by the per-node agent never opens a store.
-  const {SqliteStore} = await import('./sqlite.js')
+  const {SqliteStore, storeFileExists} = await import('./sqlite.js')
+  if (opts.mode === 'create' && !storeFileExists(s.path)) {
+    const {CreateOnWriteStore} = await import('./create-on-write.js')
+    return new CreateOnWriteStore(s.path, {busyTimeoutMs: s.timeoutMs, onCreated: opts.onCreated})
+  }
   return SqliteStore.open(s.path, {busyTimeoutMs: s.timeoutMs, mode: opts.mode, onCreated: opts.onCreated})
 }

@@ -85,7 +85,7 @@ export class SqliteStore implements Store {
       if (mode === 'create') {
         ensureDir(path.dirname(file))
         if (!fs.existsSync(file) && createDatabase(file)) opts.onCreated?.(file)
-      } else if (!fs.existsSync(file)) {
+      } else if (!storeFileExists(file)) {
         throw new StoreMissingError(`embedded datastore ${file} does not exist; nothing was created (check the path; only commands that write create a store)`)
       }
       if (mode === 'read') db = openForRead(file, busy)
@@ -256,6 +256,20 @@ function openSnapshot(file: string): Database.Database {
     return db
   }
   throw new DatastoreUnavailableError(`embedded datastore ${file} kept changing while it was being read; try again`)
+}
+
+/**
+ * Whether the store file exists. Only ENOENT means no: a path below a regular file or in a directory we may
+ * not search is an error (exit 5), not a missing store.
+ */
+export function storeFileExists(file: string): boolean {
+  try {
+    fs.statSync(file)
+    return true
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}`, {cause: err})
+  }
 }
 
 /** Size of a file, 0 when it does not exist. */
