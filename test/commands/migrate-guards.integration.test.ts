@@ -3,6 +3,7 @@
 // --yes without a terminal (exit 2 otherwise, nothing changed); --dry-run prints exactly the plan the real run
 // then carries out, and changes nothing on either side. Runs against a real etcd.
 import assert from 'node:assert/strict';
+import {spawn, spawnSync} from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {after, before, describe, test} from 'node:test';
@@ -12,7 +13,36 @@ import {EtcdStore} from '../../src/lib/store/etcd.ts';
 import {SqliteStore} from '../../src/lib/store/sqlite.ts';
 import {etcdSkipReason, startEtcd, type EtcdServer} from '../support/etcd-server.ts';
 import {Cli, etcdDump} from './etcd-cli.ts';
-import {assertCleanError, dumpStore, sandbox} from './helpers.ts';
+import {assertCleanError, dumpStore, ROOT, sandbox} from './helpers.ts';
+
+const hasScript = spawnSync('script', ['--version']).status === 0;
+
+/** `migrate --force` from `db` on a real pseudo-terminal (util-linux script), typing `answer` at the prompt. */
+function migrateOnTty(db: string, answer: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const argv = [process.execPath, path.join(ROOT, 'bin/run.cjs'), 'datastore', 'migrate', '--to', 'etcdv3', '--force', '--datastore-path', db, '--etcd-endpoints', ep, '--config', cli.emptyConfig];
+    const env: NodeJS.ProcessEnv = {...process.env, NO_COLOR: '1'};
+    for (const k of ['DATASTORE_TYPE', 'ETCD_ENDPOINTS', 'IPAMCTL_CONFIG', 'NODE_OPTIONS']) delete env[k];
+    const child = spawn('script', ['-qec', argv.join(' '), '/dev/null'], {env});
+    let out = '';
+    let answered = false;
+    const timer = setTimeout(() => {
+      child.kill();
+      reject(new Error(`no prompt within 20 s; output so far: ${JSON.stringify(out)}`));
+    }, 20_000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (!answered && out.includes('(y/N)')) {
+        answered = true;
+        child.stdin.write(`${answer}\r`);
+      }
+    });
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolve(out);
+    });
+  });
+}
 
 let server: EtcdServer;
 let ep: string;
@@ -152,5 +182,23 @@ describe('datastore migrate guards', {skip: etcdSkipReason, concurrency: false},
     assert.deepEqual(real.stdout.trimEnd().split('\n').slice(0, -1), dry.stdout.trimEnd().split('\n').slice(0, -1));
     assert.deepEqual(etcdState(), before, 'etcd is only read');
     assert.equal(dumpStore(target).split('\n').length - 1, 2);
+  });
+
+  test('on a terminal: the plan is shown before the question; "no" changes nothing, "yes" mirrors', {skip: hasScript ? false : 'util-linux script is not installed'}, async () => {
+    const sb = sandbox();
+    const store = SqliteStore.open(sb.db);
+    await createPools(makeCtx(store), [{name: 'tty', cidr: '10.81.0.0/24'}]);
+    await store.close();
+    const before = etcdState();
+    assert.ok(before.kvs.length > 0);
+    const no = await migrateOnTty(sb.db, 'n');
+    const plan = no.indexOf(`Remove ${before.kvs.length} keys the source does not have:`);
+    assert.ok(plan >= 0, no);
+    assert.ok(plan < no.indexOf(`Overwrite 0 and remove ${before.kvs.length} keys of etcdv3`), 'the list comes before the question');
+    assert.match(no, /Aborted; nothing was changed\./);
+    assert.deepEqual(etcdState(), before);
+    const yes = await migrateOnTty(sb.db, 'y');
+    assert.match(yes, /Copied 1 keys from embedded .*; removed \d+ keys the source does not have/);
+    assert.deepEqual([...etcdDump(server).kvs.keys()], ['/calico/resources/v3/projectcalico.org/ippools/tty']);
   });
 });
