@@ -34,7 +34,7 @@ describe('openStore modes on the embedded store', () => {
       assert.equal(await store.revision(), 0n);
       assert.deepEqual(await store.list('/'), []);
       assert.equal(await store.get('/k'), undefined);
-      assert.deepEqual(await store.read({gets: ['/k'], lists: ['/']}), {gets: [undefined], lists: [[]]});
+      assert.deepEqual(await store.read!({gets: ['/k'], lists: ['/']}), {gets: [undefined], lists: [[]]});
       // A guard-only transaction is answered as the empty store would answer it.
       assert.equal((await store.txn([{key: '/k', absent: true}], [])).succeeded, true);
       assert.equal((await store.txn([{key: '/k', modRevision: 1n}], [])).succeeded, false);
