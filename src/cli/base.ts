@@ -3,7 +3,7 @@
 import {Command, Flags, Errors} from '@oclif/core'
 import {IpamError} from '../lib/errors.js'
 import {makeCtx, type Ctx} from '../lib/ipam/context.js'
-import {openStore} from '../lib/store/open.js'
+import {type OpenMode, openStore} from '../lib/store/open.js'
 import {DEFAULT_CONFIG_FILE, type DatastoreSettings, resolveSettings} from '../lib/store/settings.js'
 import type {Store} from '../lib/store/store.js'
 import type {OutputFormat} from './render.js'
@@ -34,6 +34,12 @@ export abstract class BaseCommand extends Command {
     debug: Flags.boolean({summary: 'Show stack traces for errors.', helpGroup: 'GLOBAL'}),
   }
 
+  /**
+   * What this command does with the datastore (see OpenMode): declared once per command class that opens
+   * one, so that a read never creates a store and only commands that add state create a missing one.
+   */
+  static storeMode?: OpenMode
+
   protected settings(flags: GlobalFlags): DatastoreSettings {
     return resolveSettings({
       datastore: flags.datastore,
@@ -44,10 +50,17 @@ export abstract class BaseCommand extends Command {
     })
   }
 
-  protected async openStore(settings: DatastoreSettings): Promise<Store> {
-    const store = await openStore(settings)
+  /** Open a datastore; `mode` defaults to the command's declared storeMode. */
+  protected async openStore(settings: DatastoreSettings, mode: OpenMode = this.storeMode()): Promise<Store> {
+    const store = await openStore(settings, {mode, onCreated: (file) => process.stderr.write(`created new datastore at ${file}\n`)})
     this.stores.push(store)
     return store
+  }
+
+  private storeMode(): OpenMode {
+    const mode = (this.constructor as typeof BaseCommand).storeMode
+    if (!mode) throw new Error(`internal: command ${this.id} opens a datastore but declares no storeMode`)
+    return mode
   }
 
   private readonly stores: Store[] = []

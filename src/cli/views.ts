@@ -9,7 +9,7 @@ import type {NodeUsage} from '../lib/ipam/node-removal.js'
 import type {BlockMapRow, CellState} from '../lib/ipam/block-map.js'
 import {countWithPercent, percentHalfEven} from '../lib/format/numbers.js'
 import {formatCidr} from '../lib/net/cidr.js'
-import type {StoreStatus} from '../lib/store/admin.js'
+import {keyGroups, type MigrationPlan, type StoreStatus} from '../lib/store/admin.js'
 import {cellStyle} from './style.js'
 import {boxTable, plainTable} from './table.js'
 
@@ -121,4 +121,18 @@ export function statusTable(st: StoreStatus): string {
 
 export function reservationsTable(reservations: readonly Reservation[]): string {
   return plainTable(['NAME', 'CIDRS'], reservations.map((r) => [r.name, r.reservedCIDRs.join(',')]))
+}
+
+/** What `datastore migrate` will do; the dry run and the real run print the same text. */
+export function migrationPlanText(p: MigrationPlan): string {
+  const groups = (keys: readonly string[]) =>
+    keyGroups(keys).flatMap((g) => (g.keys.length > 0 ? g.keys.map((k) => `  ${k}`) : [`  ${g.prefix}… (${g.count} keys)`]))
+  const l = [
+    `Source: ${p.source}, ${p.copy.length} keys under /calico/`,
+    `Target: ${p.target}, ${p.targetKeys} keys under /calico/`,
+    `Write ${p.copy.length} keys: ${p.created} new, ${p.overwritten.length} overwritten, ${p.unchanged} already equal`,
+  ]
+  if (p.overwritten.length > 0) l.push(`Overwrite ${p.overwritten.length} keys whose value differs:`, ...groups(p.overwritten))
+  if (p.remove.length > 0) l.push(`Remove ${p.remove.length} keys the source does not have:`, ...groups(p.remove))
+  return `${l.join('\n')}\n`
 }

@@ -56,3 +56,9 @@ export const EXIT_CODES = {
   unavailable: 5,
   exhausted: 6,
 } as const
+
+/**
+ * The embedded store file does not exist and the command only reads or changes existing state, so none was
+ * created (a mistyped path must not become a new, empty store).
+ */
+export class StoreMissingError extends NotFoundError {}

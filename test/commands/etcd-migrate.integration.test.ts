@@ -61,7 +61,9 @@ describe('datastore migrate', {skip: etcdSkipReason}, () => {
     assert.ok(source.has('/calico/ipam/v2/config'), 'the IPAM config is part of the copy');
     const before = src.dump();
     const out = await etcdOk('datastore', 'migrate', '--to', 'etcdv3', '--datastore-path', src.db);
-    assert.match(out, new RegExp(`^Copied ${source.size} keys from .*${src.db.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}.* to etcdv3 \\(${ep.replace(/[./]/g, '\\$&')}\\)\\n$`));
+    // The plan (source, target, what is written), then what was done.
+    assert.match(out, new RegExp(`^Source: embedded \\(.*\\), ${source.size} keys under /calico/\\nTarget: etcdv3 .*, 0 keys under /calico/\\nWrite ${source.size} keys: ${source.size} new, 0 overwritten, 0 already equal\\n`));
+    assert.match(out, new RegExp(`\\nCopied ${source.size} keys from .*${src.db.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}.* to etcdv3 \\(${ep.replace(/[./]/g, '\\$&')}\\)\\n$`));
     const {kvs} = etcdDump(server);
     assert.deepEqual([...kvs.entries()], [...source.entries()]);
     assert.equal(src.dump(), before, 'the source is not modified');
@@ -83,8 +85,8 @@ describe('datastore migrate', {skip: etcdSkipReason}, () => {
     server.ctl('put', '/calico/ipam/v2/handle/stale', '{"block":{"10.80.0.192/26":1},"deleted":false}');
     server.ctl('put', '/calico/ipam/v2/config', '{"strict_affinity":false}');
     server.ctl('put', '/not-calico/keep-me', 'x');
-    const out = await etcdOk('datastore', 'migrate', '--to', 'etcdv3', '--datastore-path', src.db, '--force');
-    assert.match(out, /^Copied \d+ keys from .* to .*; removed 1 keys the source does not have\n$/);
+    const out = await etcdOk('datastore', 'migrate', '--to', 'etcdv3', '--datastore-path', src.db, '--force', '--yes');
+    assert.match(out, /\nCopied \d+ keys from .* to .*; removed 1 keys the source does not have\n$/);
     assert.deepEqual([...etcdDump(server).kvs.entries()], [...sqliteKvs(src).entries()]);
     assert.equal(etcdDump(server, '/not-calico/').kvs.get('/not-calico/keep-me'), 'x', 'keys outside /calico/ are not touched');
   });
@@ -92,7 +94,7 @@ describe('datastore migrate', {skip: etcdSkipReason}, () => {
   test('--to embedded into a new file copies back; ipam show --show-blocks is identical on both', async () => {
     const back = path.join(cli.dir, 'back.db');
     const out = await etcdOk('datastore', 'migrate', '--to', 'embedded', '--datastore-path', back);
-    assert.match(out, /^Copied \d+ keys from etcdv3 .* to .*back\.db/);
+    assert.match(out, /\nCopied \d+ keys from etcdv3 .* to .*back\.db/);
     const copied = new Map(
       dumpStore(back)
         .split('\n')

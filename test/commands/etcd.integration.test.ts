@@ -1,6 +1,7 @@
 // The CLI against a real etcd: datastore selection and its precedence (flag > env > config file), the config
 // file's validation, `datastore status`, and bounded failures (unreachable and black-hole endpoints).
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import {after, before, describe, test} from 'node:test';
 import {etcdSkipReason, freePort, startEtcd, type EtcdServer} from '../support/etcd-server.ts';
@@ -92,11 +93,15 @@ describe('datastore selection and precedence', {skip: etcdSkipReason, concurrenc
 
   test('without any selection the embedded store is used, not etcd', async () => {
     const r = await cli.run(['datastore', 'status', '-o', 'json'], {env: {ETCD_ENDPOINTS: ep}});
-    assert.equal(r.status, 0, r.stderr);
+    // The embedded file (IPAMCTL_DATASTORE_PATH) does not exist: status reports it missing (exit 3) and a read
+    // does not create it.
+    assert.equal(r.status, 3, r.stderr);
     const st = JSON.parse(r.stdout);
     assert.equal(st.type, 'embedded');
     assert.equal(st.sources.datastoreType, 'default');
     assert.equal(st.location, cli.db);
+    assert.equal(st.missing, true);
+    assert.equal(fs.existsSync(cli.db), false);
   });
 });
 

@@ -171,7 +171,8 @@ describe('pool', {concurrency: true}, () => {
       const sb = sandbox();
       const manifest = JSON.stringify({apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: {name: 'stdin-pool'}, spec: {cidr: '10.13.0.0/24'}});
       const r = await sb.runWith({input: manifest}, 'pool', 'create', '-f', '-');
-      assert.equal(r.stderr, '');
+      // The sandbox's store does not exist yet: this first write creates it and says so, nothing else.
+      assert.equal(r.stderr, `created new datastore at ${sb.db}\n`);
       assert.equal(r.stdout, 'Successfully created IP pool stdin-pool (10.13.0.0/24, block size /26)\n');
       assert.equal(r.status, 0);
       assert.ok(sb.value(POOL_KEY + 'stdin-pool'));

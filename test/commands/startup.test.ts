@@ -6,6 +6,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {after, describe, test} from 'node:test'
+import {SqliteStore} from '../../src/lib/store/sqlite.ts'
 import {runProcess} from '../support/process.ts'
 import {ROOT, ensureBuilt} from './helpers.ts'
 
@@ -46,6 +47,8 @@ describe('CLI start-up', {concurrency: true}, () => {
   })
 
   test('a command loads its own packages only: pool list opens SQLite, but loads no netlink, YAML or etcd3', async () => {
+    // pool list reads and never creates a store: give it an existing (empty) one.
+    await SqliteStore.open(path.join(tmp, 'ipam.db')).close()
     const {modules} = await traced('pool', 'list')
     assert.ok(modules.some((m) => m.includes('/node_modules/better-sqlite3/')), 'pool list must have opened the embedded store')
     assert.deepEqual(modules.filter((m) => /\/node_modules\/(netlink|yaml|etcd3)\//.test(m)), [])

@@ -6,6 +6,7 @@ import {parseDuration} from '../../lib/ipam/gc.js'
 import {packageVersion} from '../../lib/ipam/check.js'
 
 export default class AgentRun extends BaseCommand {
+  static override storeMode = 'create' as const
   static override summary = 'Run the per-node IPAM agent: the CNI plugins allocate through it, batched, and it exports Prometheus metrics.'
   static override description = [
     'One agent per node holds the datastore connection and is the node\'s only IPAM writer: the ipamctl-ipam plugin sends ADD and DEL to it over a unix socket instead of opening the datastore itself (and falls back to the datastore when no agent answers). Concurrent auto-assign requests are served in batches, one block transaction for many pods.',

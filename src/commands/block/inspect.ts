@@ -12,6 +12,7 @@ import {listReservations, reservedMatcher} from '../../lib/ipam/reservation.js'
 import {formatCidr} from '../../lib/net/cidr.js'
 
 export default class BlockInspect extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'Print a block\'s stored JSON exactly as it is in the datastore, or draw it as a map.'
   static override description =
     'The default (json) output is the stored value byte for byte; yaml converts it, keeping sequence numbers exact. --map draws one cell per address, 16 to a row: A allocated, . free, R reserved (IPReservation), C cooling down; coloured squares on a colour terminal.'

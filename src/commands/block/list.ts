@@ -6,6 +6,7 @@ import {formatCidr} from '../../lib/net/cidr.js'
 import {listBlocks} from '../../lib/ipam/query.js'
 
 export default class BlockList extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'List allocation blocks with their owner and usage.'
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --host node-1 -o json']
   static override flags = {

@@ -9,6 +9,7 @@ import {parseNamespaceLabels} from '../../lib/ipam/pools-select.js'
 import {goTimeString} from '../../lib/ipam/time.js'
 
 export default class IpamAssign extends BaseCommand {
+  static override storeMode = 'create' as const
   static override summary = 'Assign addresses to a host: automatically from its blocks, or specific ones with --ip.'
   static override description = `Automatic assignment uses the host's affine blocks first, then claims a new block, then (unless strict affinity is on) borrows from other blocks.
 Prints one address per line. If fewer addresses than requested could be assigned, the assigned ones are printed and kept, the reason goes to stderr, and the exit status is 6.

@@ -6,6 +6,7 @@ import {BaseCommand} from '../../cli/base.js'
 import {buildReport, type CheckAllocation, checkIpam, type CheckResult, openReport} from '../../lib/ipam/check.js'
 
 export default class IpamCheck extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'Check IPAM for leaked addresses, leaked and missing handles, and invalid blocks.'
   static override description = [
     'Read-only. Prints what calicoctl ipam check prints: an address is in use when a workload endpoint lists it, a Node record names it as a tunnel address (spec.bgp.ipv4IPIPTunnelAddr, spec.ipv4VXLANTunnelAddr, spec.ipv6VXLANTunnelAddr, spec.wireguard.interfaceIPv4Address or interfaceIPv6Address, as Calico writes them on a shared datastore), or it is a Windows reservation. There are no Kubernetes Services here, so that section always finds 0.',

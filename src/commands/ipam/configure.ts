@@ -12,6 +12,7 @@ const bool = (flag: string) => (text: string): boolean => {
 }
 
 export default class IpamConfigure extends BaseCommand {
+  static override storeMode = 'create' as const
   static override summary = 'Change the IPAM configuration (strict affinity, block cap, cooldown, automatic block allocation).'
   static override examples = [
     '<%= config.bin %> <%= command.id %> --strictaffinity=true --max-blocks-per-host=4',

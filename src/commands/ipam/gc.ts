@@ -7,6 +7,7 @@ import {type GcCandidate, type GcPlan, parseDuration, planGc, runGc} from '../..
 import {netnsLiveness} from '../../lib/workload/endpoint.js'
 
 export default class IpamGc extends BaseCommand {
+  static override storeMode = 'update' as const
   static override summary = 'Release leaked addresses older than a grace period and delete leaked handles.'
   static override description = [
     'Leaked means what ipam check reports: allocated, not cooling down, and no workload endpoint or Node record (tunnel address) uses it. An allocation is old enough when its timestamp attribute is older than --grace; one without a timestamp counts as old. The grace period covers a CNI ADD that has allocated but not yet written its endpoint.',

@@ -9,6 +9,7 @@ import {executeRelease, planRelease, readReports} from '../../lib/ipam/release-r
 const MODES = ['ip', 'handle', 'from-report']
 
 export default class IpamRelease extends BaseCommand {
+  static override storeMode = 'update' as const
   static override summary = 'Release addresses by IP, every address of a handle, or the leaks listed in ipam check reports.'
   static override description =
     'With --ip, every address must currently be assigned; otherwise nothing is released and the exit status is 3.\n\n' +

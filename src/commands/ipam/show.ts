@@ -6,6 +6,7 @@ import {loadConfig} from '../../lib/ipam/config.js'
 import {assertValidIpText, borrowedIps, ipStatus, type IpStatus, utilization} from '../../lib/ipam/query.js'
 
 export default class IpamShow extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'Show IP utilization, one address\'s owner, borrowed addresses, or the IPAM configuration.'
   static override description = 'Precedence when several are given, as calicoctl: --ip, --show-blocks, --show-borrowed, --show-configuration. Counts are exact, IPv6 included.'
   static override examples = [

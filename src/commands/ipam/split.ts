@@ -5,6 +5,7 @@ import {renderRun} from '../../cli/render.js'
 import {commitSplit, planSplit, splitLines} from '../../lib/ipam/split.js'
 
 export default class IpamSplit extends BaseCommand {
+  static override storeMode = 'update' as const
   static override summary = 'Split an IP pool into NUMBER equal pools named split-<name>-<i>, in one transaction.'
   static override description =
     'The datastore must be locked first (ipamctl datastore lock). NUMBER is a power of 2 greater than 1 and at most 64; each child keeps the pool\'s spec, is enabled, and must not be smaller than the block size. The old pool is replaced without releasing any block affinity. With --dry-run nothing is changed and nothing is asked: the output is what the real run would print, under a line saying it is a dry run.'

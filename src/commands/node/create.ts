@@ -4,6 +4,7 @@ import {parseKeyValues} from '../../lib/args.js'
 import {upsertNode} from '../../lib/ipam/node.js'
 
 export default class NodeCreate extends BaseCommand {
+  static override storeMode = 'create' as const
   static override summary = 'Create a node record, or replace its labels (used by pools\' node selectors).'
   static override description =
     'Labels that take a node out of a pool\'s node selector do not touch its addresses there: the node gives up each of its blocks in that pool once the block is empty (at the release that empties it, or at the node\'s next allocation), as Calico does.'

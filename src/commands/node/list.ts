@@ -5,6 +5,7 @@ import {listNodes} from '../../lib/ipam/node.js'
 import {nodeUsage} from '../../lib/ipam/node-removal.js'
 
 export default class NodeList extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'List node records, their labels, and how many blocks and addresses each holds.'
   static override examples = ['<%= config.bin %> <%= command.id %> -o yaml']
   static override flags = {output: outputFlag}

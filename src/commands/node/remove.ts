@@ -5,6 +5,7 @@ import {renderRun} from '../../cli/render.js'
 import {executeNodeRemoval, type NodeRemoval, planNodeRemoval} from '../../lib/ipam/node-removal.js'
 
 export default class NodeRemove extends BaseCommand {
+  static override storeMode = 'update' as const
   static override summary = 'Remove a node that is gone: release its block affinities and, optionally, its addresses.'
   static override description = [
     'Blocks the node owned that are empty are deleted; blocks that still hold addresses lose their owner and are deleted when their last address is released (other nodes can allocate from them meanwhile unless strict affinity is on).',

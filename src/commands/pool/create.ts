@@ -8,6 +8,7 @@ import {createPools} from '../../lib/ipam/pool-admin.js'
 import {BaseCommand} from '../../cli/base.js'
 
 export default class PoolCreate extends BaseCommand {
+  static override storeMode = 'create' as const
   static override summary = 'Create an IP pool from flags, or several from a Calico IPPool manifest.'
   static override description = `The CIDR must be strictly masked and must not overlap another pool or the link-local range.
 Block size defaults to 26 for IPv4 and 122 for IPv6. With -f, every document is validated before any pool is written, and all pools are created in one transaction.`

@@ -4,6 +4,7 @@ import {confirmOrRefuse} from '../../cli/prompt.js'
 import {deletePool, getPool} from '../../lib/ipam/pool-admin.js'
 
 export default class PoolDelete extends BaseCommand {
+  static override storeMode = 'update' as const
   static override summary = 'Delete an IP pool: disable it, release every host\'s block affinities, then remove it.'
   static override description = 'Addresses already allocated from the pool stay allocated; their blocks lose their owner and are removed when their last address is released.'
   static override aliases = ['pool rm']

@@ -6,6 +6,7 @@ import {getPool} from '../../lib/ipam/pool-admin.js'
 import {poolResource} from '../../lib/ipam/pool.js'
 
 export default class PoolGet extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'Show one IP pool, by name or CIDR.'
   static override examples = ['<%= config.bin %> <%= command.id %> default-ipv4 -o yaml']
   static override args = {pool: Args.string({required: true, description: 'Pool name or CIDR.'})}

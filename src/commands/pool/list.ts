@@ -5,6 +5,7 @@ import {listPools} from '../../lib/ipam/pool-admin.js'
 import {poolResource} from '../../lib/ipam/pool.js'
 
 export default class PoolList extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'List IP pools (calicoctl get ippools -o wide columns).'
   static override aliases = ['pool ls']
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> -o yaml']

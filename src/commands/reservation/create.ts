@@ -3,6 +3,7 @@ import {BaseCommand} from '../../cli/base.js'
 import {createReservation} from '../../lib/ipam/reservation.js'
 
 export default class ReservationCreate extends BaseCommand {
+  static override storeMode = 'create' as const
   static override summary = 'Reserve CIDRs or addresses so that no new allocation uses them (IPReservation).'
   static override description = `A bare address reserves /32 (IPv4) or /128 (IPv6); a CIDR with host bits set (10.70.0.1/24) is refused.
 Addresses already allocated inside a reserved CIDR stay allocated; only new allocations avoid them.`

@@ -5,6 +5,7 @@ import {NotFoundError} from '../../lib/errors.js'
 import {deleteReservation, listReservations} from '../../lib/ipam/reservation.js'
 
 export default class ReservationDelete extends BaseCommand {
+  static override storeMode = 'update' as const
   static override summary = 'Delete an IP reservation; its addresses become available to new allocations.'
   static override aliases = ['reservation rm']
   static override examples = ['<%= config.bin %> <%= command.id %> gateways --yes']

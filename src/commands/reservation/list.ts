@@ -4,6 +4,7 @@ import {reservationsTable} from '../../cli/views.js'
 import {listReservations, reservationResource} from '../../lib/ipam/reservation.js'
 
 export default class ReservationList extends BaseCommand {
+  static override storeMode = 'read' as const
   static override summary = 'List IP reservations and the CIDRs they reserve.'
   static override aliases = ['reservation ls']
   static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> -o yaml']

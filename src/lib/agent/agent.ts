@@ -6,7 +6,7 @@ import type {AddressInfo} from 'node:net'
 import {ValidationError} from '../errors.js'
 import {makeCtx} from '../ipam/context.js'
 import {validateHostName} from '../ipam/node.js'
-import {openStore as defaultOpenStore} from '../store/open.js'
+import {openStore as defaultOpenStore, type OpenOptions} from '../store/open.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import type {Store} from '../store/store.js'
 import {Batcher} from './batcher.js'
@@ -30,7 +30,7 @@ export interface AgentOptions {
   holdRepliesMs?: number
   version: string
   log: (line: string) => void
-  openStore?: (s: DatastoreSettings) => Promise<Store>
+  openStore?: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>
 }
 
 export interface RunningAgent {
@@ -52,7 +52,8 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
   validateHostName(o.node)
   validateSocketPath(o.socket, '--socket')
   const listen = o.metricsAddress === '' ? undefined : parseListenAddress(o.metricsAddress)
-  const inner = await (o.openStore ?? defaultOpenStore)(o.settings)
+  // The agent is the node's IPAM writer: like a plugin's ADD, it creates a missing embedded store.
+  const inner = await (o.openStore ?? defaultOpenStore)(o.settings, {mode: 'create', onCreated: (file) => o.log(`created new datastore at ${file}`)})
   const cleanup: (() => Promise<unknown> | unknown)[] = [() => inner.close()]
   const undo = async () => {
     for (const fn of cleanup.reverse()) await Promise.resolve(fn()).catch(() => {})

@@ -1,8 +1,9 @@
 // The `ipamctl-ipam` plugin's CNI commands (accepts what calico-ipam accepts): ADD and DEL through the node's
 // agent when it answers, else on the datastore (plugin-datastore.ts); CHECK, STATUS and GC on the datastore.
 // The IPAM building blocks they use are in ipam-plugin.ts.
+import {StoreMissingError} from '../errors.js'
 import {type Ctx, makeCtx} from '../ipam/context.js'
-import {systemClock} from '../ipam/time.js'
+import {type Clock, systemClock} from '../ipam/time.js'
 import {openStore as defaultOpenStore} from '../store/open.js'
 import type {Store} from '../store/store.js'
 import {CNI_ERR, CniError, toCniError} from './errors.js'
@@ -21,41 +22,66 @@ export function ipamGcFor(ctx: Ctx, a: CmdArgs, conf: NetConf, deps: IpamPluginD
   return ipamGc(ctx, conf, attachments, {log: a.log, lock, node: determineNodename(conf, deps)})
 }
 
+/**
+ * CHECK and GC (both plugins') on the datastore itself. They never create a store: with mode
+ * `read` (CHECK) a missing one fails, since the container's addresses cannot be in it; with `update` (GC) a
+ * missing one has nothing to collect, so `fn` is skipped and the verb succeeds.
+ */
+export async function withPluginStore<T>(
+  open: NonNullable<IpamPluginDeps['openStore']>,
+  a: CmdArgs,
+  conf: NetConf,
+  mode: 'read' | 'update',
+  clock: Clock,
+  fn: (ctx: Ctx, store: Store) => Promise<T>,
+): Promise<T | undefined> {
+  let store: Store
+  try {
+    store = await open(await datastoreSettingsFor(conf, a.getenv), {mode})
+  } catch (err) {
+    if (mode === 'update' && err instanceof StoreMissingError) {
+      a.log(`${err.message}: nothing to collect`)
+      return undefined
+    }
+    throw err
+  }
+  try {
+    return await fn(makeCtx(store, {clock}), store)
+  } finally {
+    await store.close()
+  }
+}
+
 export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
   const clock = deps.clock ?? systemClock
-  const withCtx = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx) => Promise<T>): Promise<T> => {
-    const store = await open(await datastoreSettingsFor(conf, a.getenv))
-    try {
-      return await fn(makeCtx(store, {clock}))
-    } finally {
-      await store.close()
-    }
-  }
+  const withCtx = <T>(a: CmdArgs, conf: NetConf, mode: 'read' | 'update', fn: (ctx: Ctx) => Promise<T>) => withPluginStore(open, a, conf, mode, clock, fn)
   return {
     // With a per-node agent (ipamctl agent run) ADD and DEL go through it: no datastore client in this
     // process (etcd3 alone costs ~100 ms to load) and no race with the node's other ADDs. Without one, or when
     // it does not answer, the datastore is used directly with the same results (plugin-datastore.ts).
     async add(a) {
       const req = ipamRequest(a, deps)
-      return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock}, (ds) => ds.ipamAdd())
+      return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock, verb: 'add'}, (ds) => ds.ipamAdd())
     },
     async del(a) {
       const req = ipamRequest(a, deps)
-      await PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock}, (ds) => ds.ipamDel())
+      await PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock, verb: 'del'}, (ds) => ds.ipamDel())
     },
     async check(a) {
       const req = ipamRequest(a, deps)
-      await withCtx(a, req.conf, (ctx) => ipamCheck(ctx, req))
+      await withCtx(a, req.conf, 'read', (ctx) => ipamCheck(ctx, req))
     },
     async status(a) {
       const conf = parseNetConf(a.config)
       const settings = await datastoreSettingsFor(conf, a.getenv)
       let store: Store | undefined
       try {
-        store = await open(settings)
+        // A missing embedded store is ready: the first ADD creates it. STATUS itself creates nothing.
+        store = await open(settings, {mode: 'read'})
         await store.revision()
       } catch (err) {
+        if (err instanceof StoreMissingError) return
         throw new CniError(CNI_ERR.notAvailable, 'plugin not available', toCniError(err).msg)
       } finally {
         await store?.close().catch(() => {})
@@ -64,7 +90,7 @@ export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
     async gc(a) {
       const conf = parseNetConf(a.config)
       validAttachments(conf.raw) // refuse a GC without the list before opening the datastore
-      await withCtx(a, conf, (ctx) => ipamGcFor(ctx, a, conf, deps))
+      await withCtx(a, conf, 'update', (ctx) => ipamGcFor(ctx, a, conf, deps))
     },
   }
 }

@@ -30,9 +30,10 @@ import {
 } from './netconf.js'
 import {addressOf, type CniResult, ipamResult, parseResult} from './result.js'
 import type {CmdArgs} from './skel.js'
+import type {OpenOptions} from '../store/open.js'
 
 export interface IpamPluginDeps extends NodenameDeps {
-  openStore?: (s: DatastoreSettings) => Promise<Store>
+  openStore?: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>
   clock?: Clock
   /**
    * The host lock: false disables it; a function replaces it (tests). Default: acquireHostLock on

@@ -5,7 +5,7 @@
 // everything that was done, so a failed ADD leaves no address, link or record behind.
 import fs from 'node:fs'
 import path from 'node:path'
-import {type Ctx, makeCtx} from '../ipam/context.js'
+import type {Ctx} from '../ipam/context.js'
 import {systemClock} from '../ipam/time.js'
 import {addressOf, familyOf, hostCidr, type CniResult} from './result.js'
 import {checkHostLinkReplaceable, checkPod, openPodSide, unwirePod, wirePod, type WireRequest} from '../dataplane/veth.js'
@@ -21,9 +21,9 @@ import {parseCniArgs, withIgnoreUnknown} from './args.js'
 import {execDelegate} from './delegate.js'
 import {endpointsToCollect, removeCollectedEndpoint} from './endpoint-record.js'
 import {CNI_ERR, CniError, toCniError} from './errors.js'
-import {ipamGcFor, ipamPlugin} from './ipam-commands.js'
+import {ipamGcFor, ipamPlugin, withPluginStore} from './ipam-commands.js'
 import {ipamCheck, ipamRequest, type IpamPluginDeps, type IpamRequest, validAttachments} from './ipam-plugin.js'
-import {agentSocketFor, PluginDatastore} from './plugin-datastore.js'
+import {agentSocketFor, PluginDatastore, type PluginVerb} from './plugin-datastore.js'
 import {DEFAULT_MTU_FILE, datastoreSettingsFor, determineNodename, parseNetConf, validateMainPluginConf, wepName, type NetConf} from './netconf.js'
 import type {CmdArgs, PluginFuncs} from './skel.js'
 
@@ -77,21 +77,15 @@ function wireRequest(a: CmdArgs, req: IpamRequest, ips: readonly string[], mtu: 
 export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
   const invokedAs = deps.invokedAs ?? path.basename(process.argv[1] ?? '').replace(/\.js$/, '')
-  const withStore = async <T>(a: CmdArgs, conf: NetConf, fn: (ctx: Ctx, store: Store) => Promise<T>): Promise<T> => {
-    const store = await open(await datastoreSettingsFor(conf, a.getenv))
-    try {
-      return await fn(makeCtx(store, {clock: deps.clock ?? systemClock}), store)
-    } finally {
-      await store.close()
-    }
-  }
+  const withStore = <T>(a: CmdArgs, conf: NetConf, mode: 'read' | 'update', fn: (ctx: Ctx, store: Store) => Promise<T>) =>
+    withPluginStore(open, a, conf, mode, deps.clock ?? systemClock, fn)
   // ADD and DEL: through the node's agent when it answers and the IPAM is ours (see plugin-datastore.ts).
-  const withDatastore = async <T>(a: CmdArgs, req: IpamRequest, fn: (ds: PluginDatastore) => Promise<T>): Promise<T> => {
+  const withDatastore = async <T>(a: CmdArgs, req: IpamRequest, verb: PluginVerb, fn: (ds: PluginDatastore) => Promise<T>): Promise<T> => {
     const socket = ownIpam(req.conf.ipam.type, invokedAs) ? agentSocketFor(req.conf) : undefined
-    return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), socket, {open, clock: deps.clock ?? systemClock}, async (ds) => {
+    return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), socket, {open, clock: deps.clock ?? systemClock, verb}, async (ds) => {
       // Without an agent, open the datastore before anything else: if it is unusable, a delegated IPAM must
       // not have allocated yet.
-      if (socket === undefined) await ds.ctx()
+      if (socket === undefined) await ds.direct()
       return fn(ds)
     })
   }
@@ -127,7 +121,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       try {
         // Likewise a host veth name held by another attachment (wirePod checks again, for a race).
         await checkHostLinkReplaceable(wireRequest(a, req, [], mtu))
-        return await withDatastore(a, req, async (ds) => {
+        return await withDatastore(a, req, 'add', async (ds) => {
           const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ds.ipamAdd() : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
           const addresses = ipam.ips.map((i) => i.address)
           const wreq = wireRequest(a, req, addresses, mtu)
@@ -189,7 +183,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
 
     async del(a) {
       const req = request(a)
-      await withDatastore(a, req, async (ds) => {
+      await withDatastore(a, req, 'del', async (ds) => {
         const ids = req.ids
         // A WEP of another container means this DEL is for a stale sandbox: leave the live pod's record and
         // host veth (same name) alone, but still release this attachment's addresses.
@@ -212,7 +206,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
     async check(a) {
       strictArgs(a)
       const req = request(a)
-      await withStore(a, req.conf, async (ctx, store) => {
+      await withStore(a, req.conf, 'read', async (ctx, store) => {
         if (ownIpam(req.conf.ipam.type, invokedAs)) await ipamCheck(ctx, req)
         else await execDelegate(forDelegate(a), req.conf.ipam.type, 'CHECK')
         const key = endpointKey(req.ids.namespace, wepName(req.ids))
@@ -239,7 +233,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       const conf = parseNetConf(a.config)
       const valid = new Set(validAttachments(conf.raw).map((x) => x.containerID))
       const node = determineNodename(conf, deps)
-      await withStore(a, conf, async (ctx, store) => {
+      await withStore(a, conf, 'update', async (ctx, store) => {
         const failures: string[] = []
         let released: string[] = []
         try {

@@ -95,7 +95,7 @@ async function run<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-const plugin = (req: ManualRequest) => mainPlugin({openStore: () => openStore(req.settings), invokedAs: 'ipamctl-cni'})
+const plugin = (req: ManualRequest) => mainPlugin({openStore: (_s, opts) => openStore(req.settings, opts), invokedAs: 'ipamctl-cni'})
 
 export async function manualAdd(req: ManualRequest): Promise<{containerId: string; result: CniResult}> {
   const ns = netnsPath(req.netns)
@@ -122,7 +122,7 @@ export async function manualCheck(req: ManualRequest): Promise<void> {
   const a = cmdArgs(req, 'CHECK', conf)
   const parsed = parseNetConf(conf)
   const ids = workloadIds(parsed, {containerId: a.containerId, ifName: a.ifName}, parseCniArgs(`IgnoreUnknown=1;${a.args}`), determineNodename(parsed))
-  const store = await openStore(req.settings)
+  const store = await openStore(req.settings, {mode: 'read'})
   let ips: string[]
   try {
     const kv = await store.get(endpointKey(ids.namespace, wepName(ids)))

@@ -8,6 +8,8 @@ import {agentCall, type AgentOutcome, agentSocketPresent, replyError} from '../a
 import {DEFAULT_AGENT_SOCKET, datastoreId, errorFrom} from '../agent/protocol.js'
 import {type Ctx, makeCtx} from '../ipam/context.js'
 import type {Clock} from '../ipam/time.js'
+import {StoreMissingError} from '../errors.js'
+import type {OpenOptions} from '../store/open.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import type {Store} from '../store/store.js'
 import {decodeWorkloadEndpoint, encodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
@@ -68,26 +70,55 @@ async function delViaAgent(socket: string, req: IpamRequest, settings: Datastore
   return 'body' in agentAnswer(socket, o, req.log)
 }
 
+/**
+ * What the invocation does to the datastore: ADD adds state and creates a missing embedded store (saying so
+ * in the plugin's log); DEL only removes state, so on a missing embedded store there is nothing to remove and
+ * it succeeds without creating one (DEL must be idempotent, and a store that never existed holds nothing of
+ * this container's).
+ */
+export type PluginVerb = 'add' | 'del'
+
 export class PluginDatastore {
-  private store?: Promise<Store>
+  private store?: Promise<Store | undefined>
 
   /** `socket`: the agent's, or undefined to use the datastore directly from the start. */
   constructor(
     private readonly req: IpamRequest,
     private readonly settings: DatastoreSettings,
     private socket: string | undefined,
-    private readonly open: (s: DatastoreSettings) => Promise<Store>,
+    private readonly open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>,
     private readonly clock: Clock,
+    private readonly verb: PluginVerb,
   ) {}
 
-  /** The datastore itself, opened once, on first need. */
-  async ctx(): Promise<Ctx> {
-    this.store ??= this.open(this.settings)
-    return makeCtx(await this.store, {clock: this.clock})
+  /** The datastore itself, opened once, on first need; undefined for a DEL on an embedded store that does not exist. */
+  async direct(): Promise<Ctx | undefined> {
+    this.store ??= this.openOnce()
+    const store = await this.store
+    return store && makeCtx(store, {clock: this.clock})
+  }
+
+  private async openOnce(): Promise<Store | undefined> {
+    if (this.verb === 'add') return this.open(this.settings, {mode: 'create', onCreated: (file) => this.req.log(`created new datastore at ${file}`)})
+    try {
+      return await this.open(this.settings, {mode: 'update'})
+    } catch (err) {
+      if (!(err instanceof StoreMissingError)) throw err
+      this.req.log(`${err.message}: nothing to release`)
+      return undefined
+    }
+  }
+
+  /** For ADD, which always has a store. */
+  private async ctx(): Promise<Ctx> {
+    const ctx = await this.direct()
+    if (!ctx) throw new Error('internal: ADD without a datastore')
+    return ctx
   }
 
   async close(): Promise<void> {
-    if (this.store) await (await this.store).close()
+    const store = this.store && (await this.store.catch(() => undefined))
+    if (store) await store.close()
   }
 
   /** An agent that does not answer is not asked again in this invocation. */
@@ -108,7 +139,8 @@ export class PluginDatastore {
   async ipamDel(): Promise<void> {
     if (this.socket && (await delViaAgent(this.socket, this.req, this.settings))) return
     this.unreachable()
-    await ipamDel(await this.ctx(), this.req)
+    const ctx = await this.direct()
+    if (ctx) await ipamDel(ctx, this.req)
   }
 
   /** Both endpoint operations are idempotent, so an unanswered request is simply done again directly. */
@@ -131,7 +163,8 @@ export class PluginDatastore {
       }
       this.unreachable()
     }
-    return takeEndpoint((await this.ctx()).store, namespace, name, containerID)
+    const ctx = await this.direct()
+    return ctx ? takeEndpoint(ctx.store, namespace, name, containerID) : {wep: undefined, stale: false}
   }
 
   private target(): {node: string; datastore: string} {
@@ -143,10 +176,10 @@ export class PluginDatastore {
     req: IpamRequest,
     settings: DatastoreSettings,
     socket: string | undefined,
-    deps: {open: (s: DatastoreSettings) => Promise<Store>; clock: Clock},
+    deps: {open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>; clock: Clock; verb: PluginVerb},
     fn: (ds: PluginDatastore) => Promise<T>,
   ): Promise<T> {
-    const ds = new PluginDatastore(req, settings, socket, deps.open, deps.clock)
+    const ds = new PluginDatastore(req, settings, socket, deps.open, deps.clock, deps.verb)
     try {
       return await fn(ds)
     } finally {

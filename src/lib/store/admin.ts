@@ -1,7 +1,7 @@
 // Datastore-level operations: health and contents summary, and copying everything between two stores.
-import {ConflictError, DatastoreUnavailableError} from '../errors.js'
+import {ConflictError, DatastoreUnavailableError, NotFoundError, StoreMissingError} from '../errors.js'
 import type {DatastoreSettings} from './settings.js'
-import type {Store} from './store.js'
+import type {KeyValue, Store, WriteOp} from './store.js'
 
 export const CALICO_PREFIX = '/calico/'
 
@@ -11,6 +11,8 @@ export interface StoreStatus {
   sources: Record<string, string>
   configFile: string | null
   healthy: boolean
+  /** The embedded store file does not exist (and was not created). */
+  missing?: boolean
   error?: string
   revision?: bigint
   latencyMs?: number
@@ -25,7 +27,7 @@ export async function storeStatus(store: Store | undefined, s: DatastoreSettings
     configFile: s.configFile ?? null,
     healthy: false,
   }
-  if (!store) return {...base, error: (openError as Error | undefined)?.message ?? 'not opened'}
+  if (!store) return {...base, ...(openError instanceof StoreMissingError ? {missing: true} : {}), error: (openError as Error | undefined)?.message ?? 'not opened'}
   try {
     const t = process.hrtime.bigint()
     const revision = await store.revision()
@@ -52,6 +54,25 @@ export async function storeStatus(store: Store | undefined, s: DatastoreSettings
   }
 }
 
+/** What `datastore migrate` will do, computed before anything is written; a dry run prints it and stops. */
+export interface MigrationPlan {
+  source: string
+  target: string
+  /** Every key under /calico/ of the source, written to the target as is. */
+  copy: readonly KeyValue[]
+  /** Of `copy`: keys the target does not hold yet, holds with another value, holds with the same value. */
+  created: number
+  overwritten: readonly string[]
+  unchanged: number
+  /** Target keys under /calico/ that the source does not have: deleted (only with force). */
+  remove: readonly string[]
+  /** Keys under /calico/ in the target when the plan was made (0 for an embedded target that does not exist). */
+  targetKeys: number
+  sourceRevision: bigint
+  /** The target's revision read before its keys: writing is refused if anything was written there since. */
+  targetRevision: bigint
+}
+
 export interface MigrateResult {
   copied: number
   removed: number
@@ -63,21 +84,86 @@ export interface MigrateResult {
 const BATCH = 100
 
 /**
- * Copy every key under /calico/ from `from` to `to`, values and key names byte for byte. A target that
- * already holds keys is refused unless `force`, in which case it is made an exact mirror of the source.
+ * Plan copying every key under /calico/ from `from` to `to` (undefined: an embedded target that does not exist
+ * yet, so empty). Refused: a source without any key under /calico/ (a wrong path or endpoint must not wipe a
+ * target), and a target that already holds keys unless `force`, which makes it an exact mirror of the source.
  */
-export async function migrate(from: Store, to: Store, opts: {force: boolean}): Promise<MigrateResult> {
-  const startRev = await from.revision()
-  const source = await from.list(CALICO_PREFIX)
-  const existing = await to.listKeys(CALICO_PREFIX)
+export async function planMigration(from: Store, to: Store | undefined, opts: {force: boolean; target: string}): Promise<MigrationPlan> {
+  const sourceRevision = await from.revision()
+  const copy = await from.list(CALICO_PREFIX)
+  if (copy.length === 0) {
+    throw new NotFoundError(`the source ${from.description} holds no keys under ${CALICO_PREFIX}: nothing to migrate (is it the right store?); the target was not touched`)
+  }
+  const targetRevision = to ? await to.revision() : 0n
+  const existing = to ? await to.list(CALICO_PREFIX) : []
   if (existing.length > 0 && !opts.force) {
-    throw new ConflictError(`the target ${to.description} already holds ${existing.length} keys under ${CALICO_PREFIX}; refusing to overwrite them (use --force to replace its contents with the source's)`)
+    throw new ConflictError(`the target ${opts.target} already holds ${existing.length} keys under ${CALICO_PREFIX}; refusing to overwrite them (use --force to replace its contents with the source's)`)
   }
-  const keep = new Set(source.map((kv) => kv.key))
-  const stale = existing.filter((k) => !keep.has(k))
-  for (let i = 0; i < stale.length; i += BATCH) await to.txn([], stale.slice(i, i + BATCH).map((k) => ({delete: k})))
-  for (let i = 0; i < source.length; i += BATCH) {
-    await to.txn([], source.slice(i, i + BATCH).map((kv) => ({put: kv.key, value: kv.value})))
+  const inTarget = new Map(existing.map((kv) => [kv.key, kv.value]))
+  const inSource = new Set(copy.map((kv) => kv.key))
+  const overwritten: string[] = []
+  let unchanged = 0
+  for (const kv of copy) {
+    const v = inTarget.get(kv.key)
+    if (v === undefined) continue
+    if (v === kv.value) unchanged++
+    else overwritten.push(kv.key)
   }
-  return {copied: source.length, removed: stale.length, sourceChanged: (await from.revision()) !== startRev}
+  return {
+    source: from.description,
+    target: opts.target,
+    copy,
+    created: copy.length - overwritten.length - unchanged,
+    overwritten,
+    unchanged,
+    remove: existing.filter((kv) => !inSource.has(kv.key)).map((kv) => kv.key),
+    targetKeys: existing.length,
+    sourceRevision,
+    targetRevision,
+  }
+}
+
+/**
+ * Carry out `plan`: first every source key is written, then the target's extra keys are deleted, so an
+ * interrupted run leaves a target holding at least everything the source has. Each transaction (at most
+ * BATCH operations, etcd's limit) is guarded: nothing under /calico/ of the target may have been written
+ * since the plan (or since our previous transaction); if something was, the migration stops with a
+ * ConflictError instead of overwriting or deleting what another writer just did.
+ */
+export async function applyMigration(from: Store, to: Store, plan: MigrationPlan): Promise<MigrateResult> {
+  let notAfter = plan.targetRevision
+  const ops: WriteOp[] = [...plan.copy.map((kv) => ({put: kv.key, value: kv.value})), ...plan.remove.map((k) => ({delete: k}))]
+  for (let i = 0; i < ops.length; i += BATCH) {
+    const r = await to.txn([{prefix: CALICO_PREFIX, notAfter}], ops.slice(i, i + BATCH))
+    if (!r.succeeded) {
+      throw new ConflictError(
+        `the target ${to.description} was written to by someone else during the migration (after ${i} of ${ops.length} writes); stop all writers and run it again`,
+      )
+    }
+    notAfter = r.revision
+  }
+  return {copied: plan.copy.length, removed: plan.remove.length, sourceChanged: (await from.revision()) !== plan.sourceRevision}
+}
+
+/**
+ * Keys summarised for a person: grouped under their parent path, made coarser (fewer path segments) until at
+ * most `limit` groups remain, so 100k keys still fit on a screen. A group of up to 3 keys lists them.
+ */
+export function keyGroups(keys: readonly string[], limit = 20): {prefix: string; count: number; keys: string[]}[] {
+  const segments = (k: string) => k.split('/').length - 1
+  let depth = keys.reduce((d, k) => Math.max(d, segments(k)), 1)
+  for (;;) {
+    const groups = new Map<string, string[]>()
+    for (const k of keys) {
+      const parts = k.split('/')
+      const prefix = `${parts.slice(0, Math.min(depth, parts.length - 1)).join('/')}/`
+      const g = groups.get(prefix)
+      if (g) g.push(k)
+      else groups.set(prefix, [k])
+    }
+    if (groups.size <= limit || depth <= 1) {
+      return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([prefix, ks]) => ({prefix, count: ks.length, keys: ks.length <= 3 ? ks : []}))
+    }
+    depth--
+  }
 }

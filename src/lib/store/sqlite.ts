@@ -4,13 +4,20 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import {DatastoreUnavailableError} from '../errors.js'
+import {DatastoreUnavailableError, IpamError, StoreMissingError} from '../errors.js'
+import type {OpenMode} from './open.js'
 import {sqliteNativeBinding} from './sqlite-addon.js'
 import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
+
 type Row = {key: string; value: string; mod_revision: bigint}
+
+/** How an embedded store is named in messages, whether or not it exists yet. */
+export function embeddedDescription(file: string): string {
+  return `embedded (${file})`
+}
 
 export class SqliteStore implements Store {
   readonly description: string
@@ -22,9 +29,14 @@ export class SqliteStore implements Store {
   // A deferred (read) transaction: WAL gives it one snapshot without blocking or waiting for writers.
   private readonly readSnapshot: (req: ReadRequest) => ReadResult
 
-  private constructor(readonly file: string, db: Database.Database) {
+  private constructor(
+    readonly file: string,
+    db: Database.Database,
+    /** Opened by a command that only reads: a write here is a bug, refused before it reaches SQLite. */
+    private readonly readOnly: boolean,
+  ) {
     this.db = db
-    this.description = `embedded (${file})`
+    this.description = embeddedDescription(file)
     const st = (this.stmt = prepareStatements(db))
     const body = db.transaction((conditions: readonly Condition[], ops: readonly WriteOp[]): TxnResult => {
       const now = st.current.get() as bigint
@@ -59,25 +71,40 @@ export class SqliteStore implements Store {
     this.readSnapshot = (req) => reads.deferred(req)
   }
 
-  static open(file: string, opts: {busyTimeoutMs?: number} = {}): SqliteStore {
+  /**
+   * Open the store file. `mode` is the caller's declared intent, never guessed: 'create' makes a missing file
+   * (and its directories, 0700/0600) and calls `onCreated` when this process made it; 'update' and 'read'
+   * refuse a missing file with StoreMissingError and create nothing. 'read' also runs no write at all and
+   * reads stores that SQLite cannot open read-write (read-only mount or permissions): see openForRead.
+   */
+  static open(file: string, opts: {busyTimeoutMs?: number; mode?: OpenMode; onCreated?: (file: string) => void} = {}): SqliteStore {
     const busy = opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+    const mode = opts.mode ?? 'create'
     let db: Database.Database
     try {
-      ensureDir(path.dirname(file))
-      if (!fs.existsSync(file)) createDatabase(file)
-      db = new Database(file, {timeout: busy, fileMustExist: true, nativeBinding: sqliteNativeBinding()})
-      db.pragma(`busy_timeout = ${busy}`)
-      db.pragma('synchronous = FULL')
-      // WAL is a property of the file, set at creation; only repair it if someone changed it since.
-      if (db.pragma('journal_mode', {simple: true}) !== 'wal') db.pragma('journal_mode = WAL')
-      // The schema statements are writes: run them only on a file that lacks the tables, so that opening (and
-      // every read-only command) neither waits for another process's write lock nor fails on a read-only file.
-      if (db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')").pluck().get() !== 2) db.exec(SCHEMA)
+      if (mode === 'create') {
+        ensureDir(path.dirname(file))
+        if (!fs.existsSync(file) && createDatabase(file)) opts.onCreated?.(file)
+      } else if (!storeFileExists(file)) {
+        throw new StoreMissingError(`embedded datastore ${file} does not exist; nothing was created (check the path; only commands that write create a store)`)
+      }
+      if (mode === 'read') db = openForRead(file, busy)
+      else {
+        db = new Database(file, {timeout: busy, fileMustExist: true, nativeBinding: sqliteNativeBinding()})
+        db.pragma(`busy_timeout = ${busy}`)
+        db.pragma('synchronous = FULL')
+        // WAL is a property of the file, set at creation; only repair it if someone changed it since.
+        if (db.pragma('journal_mode', {simple: true}) !== 'wal') db.pragma('journal_mode = WAL')
+        // The schema statements are writes: run them only on a file that lacks the tables, so that opening
+        // neither waits for another process's write lock nor fails on a read-only file.
+        if (!hasSchema(db)) db.exec(SCHEMA)
+      }
     } catch (err) {
+      if (err instanceof IpamError) throw err
       if (((err as {code?: string}).code ?? '').startsWith('SQLITE_BUSY')) throw busyError(file, err)
       throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}${storageHint(file)}`, {cause: err})
     }
-    return new SqliteStore(file, db)
+    return new SqliteStore(file, db, mode === 'read')
   }
 
   private run<T>(fn: () => T): T {
@@ -125,6 +152,7 @@ export class SqliteStore implements Store {
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
+    if (this.readOnly && ops.length > 0) throw new Error(`internal: a write to ${this.file}, which was opened for reading only`)
     return this.run(() => this.txnImmediate(conditions, ops))
   }
 
@@ -145,10 +173,10 @@ const SCHEMA = `
 
 /**
  * Build a new store file privately and publish it with link(2), which fails if another process got there
- * first. Several processes opening a brand-new file at once would otherwise all race to switch it to WAL
+ * first (then it returns false: another process created the store). Several processes opening a brand-new file at once would otherwise all race to switch it to WAL
  * (which needs an exclusive lock) and stall each other for seconds in SQLite's busy handler.
  */
-function createDatabase(file: string): void {
+function createDatabase(file: string): boolean {
   const tmp = `${file}.new-${process.pid}-${Date.now()}`
   // Our own open() so the mode is 0600 whatever the umask; SQLite gives -wal and -shm files the same mode.
   fs.closeSync(fs.openSync(tmp, 'wx', 0o600))
@@ -159,12 +187,103 @@ function createDatabase(file: string): void {
     db.close()
     try {
       fs.linkSync(tmp, file)
+      return true
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      return false
     }
   } finally {
     for (const f of [tmp, `${tmp}-wal`, `${tmp}-shm`]) fs.rmSync(f, {force: true})
   }
+}
+
+function hasSchema(db: Database.Database): boolean {
+  return db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')").pluck().get() === 2
+}
+
+/**
+ * Open an existing store for reading without writing to it, wherever SQLite can read it:
+ * 1. An ordinary connection: it reads committed transactions from FILE-wal through the wal-index FILE-shm
+ *    (which any WAL reader creates if missing). No statement that writes is run on it.
+ * 2. If FILE-shm cannot be created or written (read-only mount, or a directory or file this user may not
+ *    write), a read-only connection: when FILE-wal and FILE-shm both exist, SQLite builds a private wal-index
+ *    from FILE-wal, so nothing committed is missed.
+ * 3. Otherwise, with no FILE-wal (or an empty one) every committed transaction is in FILE itself: it is read
+ *    into memory and opened from there. The copy is used only if FILE did not change and no FILE-wal appeared
+ *    while it was read, so a writer that could still reach the file cannot give us a torn copy.
+ * 4. A FILE-wal holding data without a FILE-shm, where FILE-shm cannot be made: refused with one line, because
+ *    reading FILE alone would miss the transactions in FILE-wal.
+ */
+function openForRead(file: string, busy: number): Database.Database {
+  for (const readonly of [false, true]) {
+    let db: Database.Database | undefined
+    try {
+      db = new Database(file, {readonly, timeout: busy, fileMustExist: true, nativeBinding: sqliteNativeBinding()})
+      db.pragma(`busy_timeout = ${busy}`)
+      if (!hasSchema(db)) throw notAStore(file)
+      return db
+    } catch (err) {
+      db?.close()
+      const code = (err as {code?: string}).code ?? ''
+      if (!code.startsWith('SQLITE_CANTOPEN') && !code.startsWith('SQLITE_READONLY')) throw err
+    }
+  }
+  return openSnapshot(file)
+}
+
+function openSnapshot(file: string): Database.Database {
+  const wal = `${file}-wal`
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (sizeOf(wal) > 0) {
+      throw new DatastoreUnavailableError(
+        `cannot read embedded datastore ${file}: ${wal} holds committed transactions but ${file}-shm is missing and cannot be created${storageHint(file)}; ` +
+          `copy ${file}-shm along with it, or open the store once where it is writable`,
+      )
+    }
+    const before = fs.statSync(file)
+    const buf = fs.readFileSync(file)
+    const after = fs.statSync(file)
+    const unchanged = before.ino === after.ino && before.size === after.size && before.mtimeMs === after.mtimeMs && before.ctimeMs === after.ctimeMs
+    if (!unchanged || buf.length !== after.size || sizeOf(wal) > 0) continue
+    // Bytes 18 and 19 of the header say "WAL" (2); SQLite will not open a WAL database from memory. With no
+    // WAL, every committed page is in `buf`, so the copy is marked as an ordinary (rollback-journal) database.
+    if (buf.length >= 100) buf[18] = buf[19] = 1
+    const db = new Database(buf, {readonly: true, nativeBinding: sqliteNativeBinding()})
+    if (!hasSchema(db)) {
+      db.close()
+      throw notAStore(file)
+    }
+    return db
+  }
+  throw new DatastoreUnavailableError(`embedded datastore ${file} kept changing while it was being read; try again`)
+}
+
+/**
+ * Whether the store file exists. Only ENOENT means no: a path below a regular file or in a directory we may
+ * not search is an error (exit 5), not a missing store.
+ */
+export function storeFileExists(file: string): boolean {
+  try {
+    fs.statSync(file)
+    return true
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}`, {cause: err})
+  }
+}
+
+/** Size of a file, 0 when it does not exist. */
+function sizeOf(file: string): number {
+  try {
+    return fs.statSync(file).size
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0
+    throw err
+  }
+}
+
+function notAStore(file: string): DatastoreUnavailableError {
+  return new DatastoreUnavailableError(`${file} is not an ipamctl datastore (it has no kv and meta tables)`)
 }
 
 /**

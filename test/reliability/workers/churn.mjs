@@ -31,7 +31,7 @@ const rand = () => {
 }
 
 const etcd = spec.startsWith('etcd:') ? spec.slice(5) : undefined
-const store = await openStore({type: etcd ? 'etcdv3' : 'embedded', path: spec, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}})
+const store = await openStore({type: etcd ? 'etcdv3' : 'embedded', path: spec, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}}, {mode: 'create'})
 const ctx = makeCtx(store)
 const held = []
 const log = logFile ? fs.openSync(logFile, 'a') : undefined
