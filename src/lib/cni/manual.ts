@@ -142,13 +142,13 @@ export function installPlugins(dir: string, opts: {asCalico: boolean; force: boo
     {name: opts.asCalico ? 'calico' : 'ipamctl-cni', target: path.join(binDir, 'ipamctl-cni.cjs')},
     {name: opts.asCalico ? 'calico-ipam' : 'ipamctl-ipam', target: path.join(binDir, 'ipamctl-ipam.cjs')},
   ]
+  // Every destination is checked before anything is written: a refusal must not leave one plugin installed.
+  const present = plan.map((p) => path.join(dir, p.name)).filter((dest) => fs.existsSync(dest) || isSymlink(dest))
+  if (present.length > 0 && !opts.force) throw new ValidationError(`${present.join(' and ')} already exist${present.length === 1 ? 's' : ''}; pass --force to replace ${present.length === 1 ? 'it' : 'them'}`)
   fs.mkdirSync(dir, {recursive: true})
   for (const p of plan) {
     const dest = path.join(dir, p.name)
-    if (fs.existsSync(dest) || isSymlink(dest)) {
-      if (!opts.force) throw new ValidationError(`${dest} already exists; pass --force to replace it`)
-      fs.rmSync(dest)
-    }
+    if (present.includes(dest)) fs.rmSync(dest)
     fs.symlinkSync(p.target, dest)
   }
   return plan
