@@ -40,6 +40,23 @@ export class ExhaustedError extends IpamError {
 }
 
 /**
+ * SIGINT or SIGTERM stopped a multi-transaction operation at a checkpoint between two transactions. The
+ * message says what stayed committed and how to undo it. Exit status 128 + the signal's number, as a
+ * shell reports a process the signal killed: 130 for SIGINT, 143 for SIGTERM.
+ */
+export class InterruptedError extends IpamError {
+  override readonly exitCode: number
+  constructor(readonly signal: NodeJS.Signals, message: string) {
+    super(message)
+    this.exitCode = signalExitCode(signal)
+  }
+}
+
+export function signalExitCode(signal: NodeJS.Signals): number {
+  return signal === 'SIGTERM' ? EXIT_CODES.sigterm : EXIT_CODES.sigint
+}
+
+/**
  * A guarded write lost a race. Internal: the retry helper consumes it; if retries run out it becomes a
  * ConflictError with upstream's "Max retries hit" text.
  */
@@ -55,4 +72,6 @@ export const EXIT_CODES = {
   conflict: 4,
   unavailable: 5,
   exhausted: 6,
+  sigint: 130,
+  sigterm: 143,
 } as const

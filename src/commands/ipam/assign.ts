@@ -28,6 +28,8 @@ Prints one address per line. If fewer addresses than requested could be assigned
     output: outputFlag,
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {flags} = await this.parse(IpamAssign)
     const attrs = {...parseKeyValues(flags.attr, 'attribute'), timestamp: goTimeString(new Date())}
