@@ -102,6 +102,15 @@ export abstract class BaseCommand extends Command {
     return super.finally(err)
   }
 
+  /**
+   * This very command line (as `ipamctl …`, shell-quoted) plus `extra` flags it lacks: how an interrupted
+   * operation whose steps are all idempotent is finished.
+   */
+  protected commandLine(extra: readonly string[] = []): string {
+    const args = [...this.argv, ...extra.filter((f) => !this.argv.includes(f))]
+    return ['ipamctl', ...(this.id ?? '').split(':'), ...args].map(shellQuote).join(' ')
+  }
+
   /** Print `text` exactly (no extra newline handling beyond what the text has). */
   protected out(text: string): void {
     process.stdout.write(text)
@@ -119,6 +128,10 @@ export abstract class BaseCommand extends Command {
     process.exitCode = code
     return undefined
   }
+}
+
+function shellQuote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`
 }
 
 /** oclif's parse errors span several lines ("The following error occurred:", the reason, a help hint). */

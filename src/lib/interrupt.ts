@@ -89,3 +89,8 @@ export function describeCommitted(c: Committed): string {
 export function interrupted(signal: NodeJS.Signals, c: Committed): InterruptedError {
   return new InterruptedError(signal, `interrupted by ${signal}: ${describeCommitted(c)}`)
 }
+
+/** An inner operation's InterruptedError restated with the outer operation's progress; other errors as they are. */
+export function restated(err: unknown, c: Committed): unknown {
+  return err instanceof InterruptedError ? interrupted(err.signal, c) : err
+}

@@ -17,13 +17,15 @@ A target that already holds keys is refused unless --force, which makes it an ex
     force: Flags.boolean({summary: 'Replace the contents of a non-empty target.'}),
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {flags} = await this.parse(DatastoreMigrate)
     const base = this.settings(flags)
     const to = flags.to as 'etcdv3' | 'embedded'
     const source = await this.openStore({...base, type: to === 'etcdv3' ? 'embedded' : 'etcdv3'})
     const target = await this.openStore({...base, type: to})
-    const r = await migrate(source, target, {force: flags.force})
+    const r = await migrate(source, target, {force: flags.force, interrupt: this.interrupt, rerun: this.commandLine(['--force'])})
     this.out(`Copied ${r.copied} keys from ${source.description} to ${target.description}${r.removed ? `; removed ${r.removed} keys the source does not have` : ''}\n`)
     if (r.sourceChanged) {
       throw new ConflictError('the source changed while copying; stop all writers and run the migration again with --force')

@@ -19,6 +19,8 @@ export default class NodeRemove extends BaseCommand {
     output: outputFlag,
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {args, flags} = await this.parse(NodeRemove)
     const ctx = await this.ctx(flags)

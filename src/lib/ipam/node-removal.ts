@@ -2,6 +2,7 @@
 // are given up so the space is reusable, and, if asked, the addresses its workloads held are released.
 // Non-empty blocks lose their owner but keep their addresses; they go away when their last address does.
 import {NotFoundError, RevisionConflict} from '../errors.js'
+import {checkpoint, type Committed, restated} from '../interrupt.js'
 import {type Family, formatIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
 import {guardFor, type KeyValue} from '../store/store.js'
@@ -105,10 +106,29 @@ async function deleteKey(ctx: Ctx, key: string): Promise<boolean> {
 }
 
 export async function removeNode(ctx: Ctx, host: string, opts: {releaseAddresses: boolean}): Promise<NodeRemoval> {
+  const summary: NodeRemoval = {affinitiesReleased: 0, blocksDeleted: 0, blocksKeptNonAffine: 0, addressesReleased: 0, endpointsDeleted: 0}
+  // Each step is its own transaction and the removal is idempotent: interrupted, running it again finishes it.
+  const progress = (): Committed => ({
+    done: removalSoFar(summary),
+    finish: `ipamctl node remove ${host}${opts.releaseAddresses ? ' --release-addresses' : ''} --yes`,
+  })
+  try {
+    return await removeNodeSteps(ctx, host, opts, summary, progress)
+  } catch (err) {
+    throw restated(err, progress())
+  }
+}
+
+function removalSoFar(s: NodeRemoval): string {
+  const n = s.addressesReleased + s.endpointsDeleted + s.affinitiesReleased
+  if (n === 0) return ''
+  return `the node record is still there; released ${s.addressesReleased} addresses, deleted ${s.endpointsDeleted} workload endpoints, released ${s.affinitiesReleased} block affinities`
+}
+
+async function removeNodeSteps(ctx: Ctx, host: string, opts: {releaseAddresses: boolean}, summary: NodeRemoval, progress: () => Committed): Promise<NodeRemoval> {
   validateHostName(host)
   const s = await scan(ctx, host)
   assertKnown(host, s, opts.releaseAddresses)
-  const summary: NodeRemoval = {affinitiesReleased: 0, blocksDeleted: 0, blocksKeptNonAffine: 0, addressesReleased: 0, endpointsDeleted: 0}
 
   // Addresses first: blocks they empty are then deleted by the affinity release below rather than kept.
   if (opts.releaseAddresses) {
@@ -122,6 +142,7 @@ export async function removeNode(ctx: Ctx, host: string, opts: {releaseAddresses
       }
       if (done.has(o.handle)) continue
       done.add(o.handle)
+      checkpoint(ctx, progress())
       try {
         summary.addressesReleased += (await releaseByHandle(ctx, o.handle)).length
       } catch (err) {
@@ -130,14 +151,19 @@ export async function removeNode(ctx: Ctx, host: string, opts: {releaseAddresses
         byIp.push(...s.owned.filter((x) => x.handle === o.handle))
       }
     }
+    checkpoint(ctx, progress())
     if (byIp.length > 0) summary.addressesReleased += (await releaseIps(ctx, byIp.map((o) => ({ip: o.ip, handle: o.handle})))).released.length
-    for (const w of s.endpoints) if (await deleteKey(ctx, w.kv.key)) summary.endpointsDeleted++
+    for (const w of s.endpoints) {
+      checkpoint(ctx, progress())
+      if (await deleteKey(ctx, w.kv.key)) summary.endpointsDeleted++
+    }
   }
 
   // v4 then v6, as upstream; keys listed again in case an assignment claimed a block meanwhile.
   for (const key of await affinityKeys(ctx, host)) {
     const a = parseAffinityKey(key)
     if (!a) continue
+    checkpoint(ctx, progress())
     const r = await releaseBlockAffinity(ctx, host, a.cidr, {requireEmpty: false})
     if (r === 'absent') continue
     summary.affinitiesReleased++
@@ -145,6 +171,7 @@ export async function removeNode(ctx: Ctx, host: string, opts: {releaseAddresses
     else if (r === 'released') summary.blocksKeptNonAffine++
   }
 
+  checkpoint(ctx, progress())
   await deleteKey(ctx, legacyHostKey(host))
   await deleteKey(ctx, keys.node(host))
   return summary

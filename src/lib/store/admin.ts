@@ -1,5 +1,6 @@
 // Datastore-level operations: health and contents summary, and copying everything between two stores.
 import {ConflictError, DatastoreUnavailableError} from '../errors.js'
+import {checkpoint, type Committed, type Interrupt} from '../interrupt.js'
 import type {DatastoreSettings} from './settings.js'
 import type {Store} from './store.js'
 
@@ -66,7 +67,11 @@ const BATCH = 100
  * Copy every key under /calico/ from `from` to `to`, values and key names byte for byte. A target that
  * already holds keys is refused unless `force`, in which case it is made an exact mirror of the source.
  */
-export async function migrate(from: Store, to: Store, opts: {force: boolean}): Promise<MigrateResult> {
+/**
+ * `interrupt`: stop between two batches on request. The target then holds part of the source (deletions
+ * first, then copies); `rerun` (with --force) makes it a whole copy again.
+ */
+export async function migrate(from: Store, to: Store, opts: {force: boolean; interrupt?: Interrupt; rerun?: string}): Promise<MigrateResult> {
   const startRev = await from.revision()
   const source = await from.list(CALICO_PREFIX)
   const existing = await to.listKeys(CALICO_PREFIX)
@@ -75,9 +80,21 @@ export async function migrate(from: Store, to: Store, opts: {force: boolean}): P
   }
   const keep = new Set(source.map((kv) => kv.key))
   const stale = existing.filter((k) => !keep.has(k))
-  for (let i = 0; i < stale.length; i += BATCH) await to.txn([], stale.slice(i, i + BATCH).map((k) => ({delete: k})))
+  let removed = 0
+  let copied = 0
+  const progress = (): Committed => ({
+    done: removed + copied === 0 ? '' : `the target ${to.description} is a partial copy: ${removed} of ${stale.length} stale keys removed, ${copied} of ${source.length} keys copied`,
+    finish: opts.rerun ?? 'run the same datastore migrate command again with --force',
+  })
+  for (let i = 0; i < stale.length; i += BATCH) {
+    checkpoint({interrupt: opts.interrupt}, progress())
+    await to.txn([], stale.slice(i, i + BATCH).map((k) => ({delete: k})))
+    removed = Math.min(stale.length, i + BATCH)
+  }
   for (let i = 0; i < source.length; i += BATCH) {
+    checkpoint({interrupt: opts.interrupt}, progress())
     await to.txn([], source.slice(i, i + BATCH).map((kv) => ({put: kv.key, value: kv.value})))
+    copied = Math.min(source.length, i + BATCH)
   }
   return {copied: source.length, removed: stale.length, sourceChanged: (await from.revision()) !== startRev}
 }
