@@ -47,8 +47,11 @@ export class Interrupt {
   }
 
   /** Between two transactions: record the progress, and throw InterruptedError if a stop was requested. */
-  checkpoint(committed: Committed): void {
+  async checkpoint(committed: Committed): Promise<void> {
     this.armedAt = committed
+    // The embedded store does its work synchronously, so a run of its calls only ever yields to microtasks
+    // and a signal's handler would not run until the whole operation is over: let the event loop poll once.
+    await new Promise((resolve) => setImmediate(resolve))
     if (this.requestedBy) throw interrupted(this.requestedBy, committed)
   }
 
@@ -68,8 +71,8 @@ export class Interrupt {
 }
 
 /** Checkpoint on the context's Interrupt; without one (library use, the agent, CNI) it does nothing. */
-export function checkpoint(ctx: {readonly interrupt?: Interrupt}, committed: Committed): void {
-  ctx.interrupt?.checkpoint(committed)
+export async function checkpoint(ctx: {readonly interrupt?: Interrupt}, committed: Committed): Promise<void> {
+  await ctx.interrupt?.checkpoint(committed)
 }
 
 export async function interruptibleSleep(ctx: {readonly interrupt?: Interrupt}, ms: number): Promise<void> {

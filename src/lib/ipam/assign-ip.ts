@@ -67,7 +67,7 @@ export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<Ass
   const byBlock = new Map<string, Target[]>()
   for (const t of targets) byBlock.set(formatCidr(t.block), [...(byBlock.get(formatCidr(t.block)) ?? []), t])
   // One transaction for every address: an interrupt waits for it (and the Node record) to complete.
-  checkpoint(ctx, NOTHING_COMMITTED)
+  await checkpoint(ctx, NOTHING_COMMITTED)
   const done = await withRetry(ctx, async () => {
     const batch = new WriteBatch(ctx)
     const out: AssignedIp[] = []

@@ -231,7 +231,7 @@ async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, resu
   if (result.requested === 0) return result
   const now = ctx.clock.now()
   const setup = await familySetup(ctx, args, family, requested)
-  checkpoint(ctx, progress())
+  await checkpoint(ctx, progress())
   await releaseIfEmpty(ctx, args.host, setup.deselected)
   const job = new FamilyJob(ctx, setup.cfg, args, family, setup.pools, result, setup.reserved, progress)
   for (const [key, kv] of setup.ahead) job.ahead.set(key, kv)
@@ -348,7 +348,7 @@ class FamilyJob {
   /** Every write of this job goes through here: after it, what was read ahead may be stale. */
   private async commit(batch: WriteBatch): Promise<void> {
     // Between two of this request's transactions: a requested stop happens here, never inside one.
-    checkpoint(this.ctx, this.progress())
+    await checkpoint(this.ctx, this.progress())
     this.ahead.clear()
     await batch.commit()
   }

@@ -107,7 +107,7 @@ export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'no
       out.skippedIps.push(c.ip)
       continue
     }
-    checkpoint(ctx, gcSoFar(out, opts.rerun))
+    await checkpoint(ctx, gcSoFar(out, opts.rerun))
     try {
       // One address per call: a guard failing on one must not hold back the others.
       const r = await releaseIps(ctx, [{ip: c.ip, handle: c.handle, sequenceNumber: c.sequenceNumber}])
@@ -120,14 +120,14 @@ export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'no
   }
   for (const h of plan.handles) {
     const key = keys.handle(h.id)
-    checkpoint(ctx, gcSoFar(out, opts.rerun))
+    await checkpoint(ctx, gcSoFar(out, opts.rerun))
     const r = await ctx.store.txn([{key, modRevision: h.revision}], [{delete: key}])
     if (r.succeeded) out.deletedHandles.push(h.id)
     else out.skippedHandles.push(h.id)
   }
   // The pods are gone and their addresses released: their records would otherwise claim nothing forever.
   for (const d of dead) {
-    checkpoint(ctx, gcSoFar(out, opts.rerun))
+    await checkpoint(ctx, gcSoFar(out, opts.rerun))
     const r = await ctx.store.txn([{key: d.key, modRevision: d.modRevision}], [{delete: d.key}])
     if (r.succeeded) out.deletedEndpoints.push(d.name)
   }

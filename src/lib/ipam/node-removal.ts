@@ -142,7 +142,7 @@ async function removeNodeSteps(ctx: Ctx, host: string, opts: {releaseAddresses: 
       }
       if (done.has(o.handle)) continue
       done.add(o.handle)
-      checkpoint(ctx, progress())
+      await checkpoint(ctx, progress())
       try {
         summary.addressesReleased += (await releaseByHandle(ctx, o.handle)).length
       } catch (err) {
@@ -151,10 +151,10 @@ async function removeNodeSteps(ctx: Ctx, host: string, opts: {releaseAddresses: 
         byIp.push(...s.owned.filter((x) => x.handle === o.handle))
       }
     }
-    checkpoint(ctx, progress())
+    await checkpoint(ctx, progress())
     if (byIp.length > 0) summary.addressesReleased += (await releaseIps(ctx, byIp.map((o) => ({ip: o.ip, handle: o.handle})))).released.length
     for (const w of s.endpoints) {
-      checkpoint(ctx, progress())
+      await checkpoint(ctx, progress())
       if (await deleteKey(ctx, w.kv.key)) summary.endpointsDeleted++
     }
   }
@@ -163,7 +163,7 @@ async function removeNodeSteps(ctx: Ctx, host: string, opts: {releaseAddresses: 
   for (const key of await affinityKeys(ctx, host)) {
     const a = parseAffinityKey(key)
     if (!a) continue
-    checkpoint(ctx, progress())
+    await checkpoint(ctx, progress())
     const r = await releaseBlockAffinity(ctx, host, a.cidr, {requireEmpty: false})
     if (r === 'absent') continue
     summary.affinitiesReleased++
@@ -171,7 +171,7 @@ async function removeNodeSteps(ctx: Ctx, host: string, opts: {releaseAddresses: 
     else if (r === 'released') summary.blocksKeptNonAffine++
   }
 
-  checkpoint(ctx, progress())
+  await checkpoint(ctx, progress())
   await deleteKey(ctx, legacyHostKey(host))
   await deleteKey(ctx, keys.node(host))
   return summary

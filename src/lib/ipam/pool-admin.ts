@@ -52,7 +52,7 @@ export async function createPools(ctx: Ctx, inputs: readonly PoolInput[]): Promi
     const batch = new WriteBatch(ctx)
     for (const p of slice) batch.put(keys.pool(p.name), encodePool(p), undefined)
     try {
-      checkpoint(ctx, i === 0 ? NOTHING_COMMITTED : {done: `the first ${i} of the ${pools.length} pools were created (${pools[0]!.name} to ${pools[i - 1]!.name})`, undo: 'ipamctl pool delete NAME --yes for each of them'})
+      await checkpoint(ctx, i === 0 ? NOTHING_COMMITTED : {done: `the first ${i} of the ${pools.length} pools were created (${pools[0]!.name} to ${pools[i - 1]!.name})`, undo: 'ipamctl pool delete NAME --yes for each of them'})
       await batch.commit()
     } catch (err) {
       await undoCreate(ctx, pools.slice(0, i))
@@ -178,7 +178,7 @@ export async function planPoolDelete(ctx: Ctx, ref: string): Promise<PoolDeletio
  */
 export async function deletePool(ctx: Ctx, ref: string, opts: {graceMs?: number} = {}): Promise<PoolDeletion & {affinitiesReleased: number}> {
   const pool = await getPool(ctx, ref)
-  checkpoint(ctx, NOTHING_COMMITTED)
+  await checkpoint(ctx, NOTHING_COMMITTED)
   const disabled = await setDisabled(ctx, pool.name, true)
   const affinities: AffinityStep[] = []
   const progress = (): Committed => ({
@@ -186,16 +186,16 @@ export async function deletePool(ctx: Ctx, ref: string, opts: {graceMs?: number}
     undo: disabled.changed ? `ipamctl pool update ${pool.name} --enable` : undefined,
   })
   try {
-    checkpoint(ctx, progress())
+    await checkpoint(ctx, progress())
     const grace = opts.graceMs ?? 500
     if (grace > 0) await interruptibleSleep(ctx, grace)
     const cfg = await loadConfig(ctx)
     for (const a of await poolAffinities(ctx, pool)) {
-      checkpoint(ctx, progress())
+      await checkpoint(ctx, progress())
       const r = await releaseBlockAffinity(ctx, a.host, a.cidr, {requireEmpty: false}, cfg)
       if (r !== 'absent') affinities.push({host: a.host, block: formatCidr(a.cidr), result: r})
     }
-    checkpoint(ctx, progress())
+    await checkpoint(ctx, progress())
   } catch (err) {
     if (!(err instanceof IpamError)) throw err
     const reEnabled = disabled.changed && (await undoDisable(ctx, pool.name, disabled.revision).catch(() => false))

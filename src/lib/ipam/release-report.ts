@@ -193,7 +193,7 @@ export async function executeRelease(ctx: Ctx, plan: ReleasePlan, onLine: (line:
     // One address at a time: a guarded release fails its whole block, so batching would let one address
     // that changed since the report keep every other leak in its block from being released.
     for (const o of plan.ips) {
-      checkpoint(ctx, reportSoFar(s))
+      await checkpoint(ctx, reportSoFar(s))
       try {
         const r = await releaseIps(ctx, [o])
         s.released.push(...r.released)
@@ -222,7 +222,7 @@ export async function executeRelease(ctx: Ctx, plan: ReleasePlan, onLine: (line:
     let progress = ''
     const errors: string[] = []
     for (const h of plan.handles) {
-      checkpoint(ctx, reportSoFar(s))
+      await checkpoint(ctx, reportSoFar(s))
       try {
         if (await deleteHandleAt(ctx, h)) {
           progress += '.'

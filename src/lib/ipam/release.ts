@@ -82,7 +82,7 @@ export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[], op
       // within etcd's default limit of 128 operations by releasing big batches in slices.
       for (let i = 0; i < opts.length; i += MAX_IPS_PER_TXN) {
         const slice = opts.slice(i, i + MAX_IPS_PER_TXN)
-        checkpoint(ctx, progress())
+        await checkpoint(ctx, progress())
         const r = await withRetry(ctx, () => releaseInBlock(ctx, cfg.ipCooldownSeconds, cidr, slice))
         result.released.push(...r.released)
         result.unallocated.push(...r.unallocated)
@@ -173,7 +173,7 @@ export async function releaseByHandle(ctx: Ctx, handleId: string): Promise<strin
   try {
     for (const cidrText of decodeHandle(first.value).keys()) {
       const cidr = parseHandleBlock(cidrText)
-      checkpoint(ctx, progress())
+      await checkpoint(ctx, progress())
       const got = await withRetry(ctx, async () => {
         const loaded = await loadBlock(ctx, cidr, cfg.ipCooldownSeconds)
         const batch = new WriteBatch(ctx)

@@ -116,7 +116,7 @@ export async function commitSplit(ctx: Ctx, plan: SplitPlan): Promise<void> {
   ]
   const ops = [...plan.children.map((c) => ({put: keys.pool(c.name), value: encodePool(c)})), {delete: pool.key}]
   // The whole split is this one transaction: an interrupt waits for it.
-  checkpoint(ctx, NOTHING_COMMITTED)
+  await checkpoint(ctx, NOTHING_COMMITTED)
   const r = await ctx.store.txn(conditions, ops)
   if (!r.succeeded) {
     throw new ConflictError(`IP pool ${plan.old.name}, the datastore lock or a child pool changed while splitting; nothing was changed, run the command again`)

@@ -87,12 +87,12 @@ export async function migrate(from: Store, to: Store, opts: {force: boolean; int
     finish: opts.rerun ?? 'run the same datastore migrate command again with --force',
   })
   for (let i = 0; i < stale.length; i += BATCH) {
-    checkpoint({interrupt: opts.interrupt}, progress())
+    await checkpoint({interrupt: opts.interrupt}, progress())
     await to.txn([], stale.slice(i, i + BATCH).map((k) => ({delete: k})))
     removed = Math.min(stale.length, i + BATCH)
   }
   for (let i = 0; i < source.length; i += BATCH) {
-    checkpoint({interrupt: opts.interrupt}, progress())
+    await checkpoint({interrupt: opts.interrupt}, progress())
     await to.txn([], source.slice(i, i + BATCH).map((kv) => ({put: kv.key, value: kv.value})))
     copied = Math.min(source.length, i + BATCH)
   }
