@@ -126,6 +126,38 @@ describe('interrupting ipam assign', () => {
   }
 });
 
+describe('interrupting release and node removal', () => {
+  test('ipam release --handle: exit 130, the line says how many were released, its finish command releases the rest', async () => {
+    const sb = await manyBlocks();
+    const run = start(sb, ['ipam', 'release', '--handle', 'old', '--yes']);
+    await until(sb, run.done, () => handleCount(sb, 'old') < 400);
+    process.kill(run.pid, 'SIGINT');
+    const r = await run.done;
+    assertCleanError(r, 130, /^Error: interrupted by SIGINT: released \d+ addresses of handle old; to finish: ipamctl ipam release --handle old --yes\n$/);
+    const said = Number(/released (\d+) addresses/.exec(r.stderr)![1]);
+    assert.equal(said + handleCount(sb, 'old'), 400, 'released + still held must be every address');
+    const finish = await runCli(sb.db, ['ipam', 'release', '--handle', 'old', '--yes']);
+    assert.equal(finish.status, 0, finish.stderr);
+    assert.equal(sb.value('/calico/ipam/v2/handle/old'), undefined);
+  });
+
+  test('node remove: exit 130, the node record is still there, re-running the printed command finishes it', async () => {
+    const sb = await manyBlocks();
+    const run = start(sb, ['node', 'remove', 'n1', '--yes']);
+    await until(sb, run.done, () => sb.keys('/calico/ipam/v2/host/n1/').length < 100);
+    process.kill(run.pid, 'SIGINT');
+    const r = await run.done;
+    assertCleanError(r, 130, /^Error: interrupted by SIGINT: the node record is still there; released 0 addresses, deleted 0 workload endpoints, released \d+ block affinities; to finish: ipamctl node remove n1 --yes\n$/);
+    const said = Number(/released (\d+) block affinities/.exec(r.stderr)![1]);
+    assert.equal(said + sb.keys('/calico/ipam/v2/host/n1/').length, 100);
+    assert.ok(sb.value(NODE_KEY('n1')));
+    const finish = await runCli(sb.db, ['node', 'remove', 'n1', '--yes']);
+    assert.equal(finish.status, 0, finish.stderr);
+    assert.deepEqual(sb.keys('/calico/ipam/v2/host/n1/'), []);
+    assert.equal(sb.value(NODE_KEY('n1')), undefined);
+  });
+});
+
 describe('pool update', () => {
   test('--disable and --enable flip spec.disabled; asking for the current state changes nothing', async () => {
     const sb = await fixture('interrupt-pool', [['pool', 'create', 'p1', '--cidr', '10.9.0.0/24']]);
