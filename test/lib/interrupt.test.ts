@@ -2,12 +2,13 @@
 // (as the CLI's signal handler would), so each case is deterministic.
 import assert from 'node:assert/strict';
 import {describe, test} from 'node:test';
-import {InterruptedError} from '../../src/lib/errors.ts';
+import {DatastoreUnavailableError, InterruptedError} from '../../src/lib/errors.ts';
 import {Interrupt} from '../../src/lib/interrupt.ts';
 import {autoAssign} from '../../src/lib/ipam/autoassign.ts';
 import {makeCtx} from '../../src/lib/ipam/context.ts';
 import {createPools, deletePool, setPoolDisabled} from '../../src/lib/ipam/pool-admin.ts';
-import {releaseByHandle} from '../../src/lib/ipam/release.ts';
+import {ipStatus} from '../../src/lib/ipam/query.ts';
+import {releaseByHandle, releaseIps} from '../../src/lib/ipam/release.ts';
 import {keys} from '../../src/lib/store/keys.ts';
 import {MemoryStore} from '../../src/lib/store/memory.ts';
 import {fakeClock} from './ipam/helpers.ts';
@@ -74,7 +75,8 @@ describe('deletePool interrupted', () => {
     const {store, interrupt, ctx} = env();
     await createPools(ctx, [{name: 'p1', cidr: '10.9.0.0/24', disabled: true}]);
     const del = deletePool(ctx, 'p1', {graceMs: 3_600_000});
-    await new Promise((r) => setTimeout(r, 0));
+    // Past the first checkpoint (where a stop would mean "nothing was changed"): the pool was read as disabled.
+    await until(async () => interrupt.lastCommitted.done !== '');
     interrupt.request('SIGINT');
     await assert.rejects(del, /IP pool p1 was not deleted \(it was already disabled, and stays so\)$/);
     assert.ok(await store.get(keys.pool('p1')));
@@ -108,5 +110,56 @@ describe('releaseByHandle interrupted', () => {
     const left = Object.values(JSON.parse((await store.get(keys.handle('h')))!.value).block as Record<string, number>).reduce((a, b) => a + b, 0);
     assert.equal(Number(m[1]) + left, 40);
     assert.equal((await releaseByHandle(makeCtx(store), 'h')).length, left);
+  });
+});
+
+describe('releaseIps interrupted', () => {
+  test('the finish command names exactly the addresses not yet released', async () => {
+    const {store, interrupt, ctx} = env();
+    await createPools(ctx, [{name: 'p1', cidr: '10.0.0.0/16', blockSize: 30}]);
+    const r = await autoAssign(makeCtx(store), {host: 'n1', num4: 40, num6: 0});
+    const all = r.v4.ips.map((i) => i.address);
+    const stillAssigned = async () => (await Promise.all(all.map((ip) => ipStatus(makeCtx(store), ip)))).filter((s) => s.state === 'assigned').length;
+    const rel = releaseIps(ctx, all.map((ip) => ({ip})));
+    await until(async () => (await stillAssigned()) < 40);
+    interrupt.request('SIGINT');
+    const err = await rel.then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof InterruptedError, String(err));
+    const m = /^interrupted by SIGINT: released (\d+) of 40 addresses; to finish: ipamctl ipam release ((?:--ip \S+ )+)--yes$/.exec(err.message);
+    assert.ok(m, err.message);
+    const rest = m[2]!.trim().split(' ').filter((w) => w !== '--ip');
+    assert.equal(rest.length, await stillAssigned());
+    assert.equal(Number(m[1]), 40 - rest.length);
+    assert.deepEqual((await releaseIps(makeCtx(store), rest.map((ip) => ({ip})), {requireAllocated: true})).released.sort(), [...rest].sort());
+    assert.equal(await stillAssigned(), 0);
+  });
+});
+
+describe('deletePool failing half-way', () => {
+  test('a datastore error after the disable re-enables the pool and the error says so', async () => {
+    const store = new MemoryStore();
+    await createPools(makeCtx(store), [{name: 'p1', cidr: '10.9.0.0/24'}]);
+    await autoAssign(makeCtx(store), {host: 'n1', num4: 1, num6: 0});
+    // The second transaction (the first affinity release; the disable is the first) fails once, as a lost etcd would.
+    let txns = 0;
+    const flaky = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === 'txn') {
+          return async (...a: Parameters<MemoryStore['txn']>) => {
+            if (++txns === 2) throw new DatastoreUnavailableError('etcd is unreachable');
+            return target.txn(...a);
+          };
+        }
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    await assert.rejects(deletePool(makeCtx(flaky), 'p1', {graceMs: 0}), (err: unknown) => {
+      assert.ok(err instanceof DatastoreUnavailableError);
+      assert.equal(err.message, 'etcd is unreachable; IP pool p1 was not deleted and is enabled again');
+      return true;
+    });
+    assert.equal(await disabled(store, 'p1'), false);
+    assert.equal((await store.listKeys(keys.hostAffinityPrefix('n1', 4))).length, 1);
   });
 });
