@@ -2,7 +2,7 @@
 // (as the CLI's signal handler would), so each case is deterministic.
 import assert from 'node:assert/strict';
 import {describe, test} from 'node:test';
-import {DatastoreUnavailableError, InterruptedError} from '../../src/lib/errors.ts';
+import {ConflictError, DatastoreUnavailableError, InterruptedError} from '../../src/lib/errors.ts';
 import {Interrupt} from '../../src/lib/interrupt.ts';
 import {autoAssign} from '../../src/lib/ipam/autoassign.ts';
 import {makeCtx} from '../../src/lib/ipam/context.ts';
@@ -67,8 +67,32 @@ describe('deletePool interrupted', () => {
     await setPoolDisabled(other, 'p1', false);
     await setPoolDisabled(other, 'p1', true);
     interrupt.request('SIGINT');
-    await assert.rejects(del, /stays disabled \(it was changed by someone else meanwhile, or could not be re-enabled\); to undo: ipamctl pool update p1 --enable$/);
+    await assert.rejects(del, /was left as it is now \(it was changed by someone else meanwhile, or could not be re-enabled\); to undo: ipamctl pool update p1 --enable$/);
     assert.equal(await disabled(store, 'p1'), true);
+  });
+
+  test('someone re-enables the pool just before its resource is deleted: it is not deleted, and stays enabled', async () => {
+    const store = new MemoryStore();
+    await createPools(makeCtx(store), [{name: 'p1', cidr: '10.9.0.0/24'}]);
+    // The other writer's re-enable lands right before the delete transaction.
+    const racing = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === 'txn') {
+          return async (...a: Parameters<MemoryStore['txn']>) => {
+            if (a[1].some((op) => 'delete' in op && op.delete === keys.pool('p1'))) await setPoolDisabled(makeCtx(target), 'p1', false);
+            return target.txn(...a);
+          };
+        }
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    await assert.rejects(deletePool(makeCtx(racing), 'p1', {graceMs: 0}), (err: unknown) => {
+      assert.ok(err instanceof ConflictError);
+      assert.match(err.message, /^IP pool p1 was changed by someone else while it was being deleted; IP pool p1 was not deleted and was left as it is now/);
+      return true;
+    });
+    assert.equal(await disabled(store, 'p1'), false);
   });
 
   test('a pool that was already disabled stays disabled and is not deleted', async () => {

@@ -84,8 +84,10 @@ export async function planGc(ctx: Ctx, opts: {graceMs: number} & Pick<CheckOptio
   return plan
 }
 
-/** Carry out a plan. Anything that changed since the scan is skipped, never forced. */
-/** `rerun`: the command that, run again, finishes an interrupted gc (it scans afresh). */
+/**
+ * Carry out a plan. Anything that changed since the scan is skipped, never forced. `rerun`: the command
+ * that, run again, finishes an interrupted gc (it scans afresh).
+ */
 export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'nodeNetnsExists'> & {rerun?: string} = {}): Promise<GcResult> {
   const out: GcResult = {released: [], skippedIps: [], deletedHandles: [], skippedHandles: [], deletedEndpoints: []}
   const dead: {key: string; modRevision: bigint; name: string}[] = []

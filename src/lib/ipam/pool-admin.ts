@@ -173,7 +173,7 @@ export async function planPoolDelete(ctx: Ctx, ref: string): Promise<PoolDeletio
  * addresses stay allocated; their blocks become unowned and disappear when their last address goes.
  *
  * Interrupted (or failing) before the resource is deleted, it re-enables the pool if it was the one that
- * disabled it, and says so. Affinities released by then stay released: that only leaves blocks unowned,
+ * disabled it, and says so; the resource itself is deleted only if nobody changed it since the disable. Affinities released by then stay released: that only leaves blocks unowned,
  * which hosts cope with by claiming new blocks, as they do for any block that lost its owner.
  */
 export async function deletePool(ctx: Ctx, ref: string, opts: {graceMs?: number} = {}): Promise<PoolDeletion & {affinitiesReleased: number}> {
@@ -196,6 +196,11 @@ export async function deletePool(ctx: Ctx, ref: string, opts: {graceMs?: number}
       if (r !== 'absent') affinities.push({host: a.host, block: formatCidr(a.cidr), result: r})
     }
     await checkpoint(ctx, progress())
+    // Deleted only as this run left it: a pool someone re-enabled or edited meanwhile is theirs now.
+    const kv = await ctx.store.get(keys.pool(pool.name))
+    if (kv && !(await ctx.store.txn([{key: kv.key, modRevision: disabled.revision}], [{delete: kv.key}])).succeeded) {
+      throw new ConflictError(`IP pool ${pool.name} was changed by someone else while it was being deleted`)
+    }
   } catch (err) {
     if (!(err instanceof IpamError)) throw err
     const reEnabled = disabled.changed && (await undoDisable(ctx, pool.name, disabled.revision).catch(() => false))
@@ -203,14 +208,12 @@ export async function deletePool(ctx: Ctx, ref: string, opts: {graceMs?: number}
       ? `IP pool ${pool.name} was not deleted (it was already disabled, and stays so)`
       : reEnabled
         ? `IP pool ${pool.name} was not deleted and is enabled again`
-        : `IP pool ${pool.name} was not deleted and stays disabled (it was changed by someone else meanwhile, or could not be re-enabled)`
+        : `IP pool ${pool.name} was not deleted and was left as it is now (it was changed by someone else meanwhile, or could not be re-enabled)`
     const c: Committed = {done: state + releasedSoFar(affinities), undo: disabled.changed && !reEnabled ? `ipamctl pool update ${pool.name} --enable` : undefined}
     if (err instanceof InterruptedError) throw interrupted(err.signal, c)
     err.message = `${err.message}; ${describeCommitted(c)}`
     throw err
   }
-  const kv = await ctx.store.get(keys.pool(pool.name))
-  if (kv) await ctx.store.txn([{key: kv.key, modRevision: kv.modRevision}], [{delete: kv.key}])
   const deleted = new Set(affinities.filter((a) => a.result === 'deleted-block').map((a) => a.block))
   return {pool, disables: disabled.changed, affinities, blocksLeft: await blocksLeft(ctx, pool, deleted), affinitiesReleased: affinities.length}
 }

@@ -66,10 +66,8 @@ const BATCH = 100
 /**
  * Copy every key under /calico/ from `from` to `to`, values and key names byte for byte. A target that
  * already holds keys is refused unless `force`, in which case it is made an exact mirror of the source.
- */
-/**
- * `interrupt`: stop between two batches on request. The target then holds part of the source (deletions
- * first, then copies); `rerun` (with --force) makes it a whole copy again.
+ * `interrupt`: stop between two batches on request; the target then holds part of the source (deletions
+ * first, then copies), and `rerun` (with --force) makes it a whole copy again.
  */
 export async function migrate(from: Store, to: Store, opts: {force: boolean; interrupt?: Interrupt; rerun?: string}): Promise<MigrateResult> {
   const startRev = await from.revision()
