@@ -1,7 +1,8 @@
 // The shared base of every command: datastore flags, output flag, and the mapping from typed errors to
 // one line on stderr plus a documented exit code.
 import {Command, Flags, Errors} from '@oclif/core'
-import {IpamError} from '../lib/errors.js'
+import {EXIT_CODES, IpamError} from '../lib/errors.js'
+import {describeCommitted, Interrupt} from '../lib/interrupt.js'
 import {makeCtx, type Ctx} from '../lib/ipam/context.js'
 import {type OpenMode, openStore} from '../lib/store/open.js'
 import {DEFAULT_CONFIG_FILE, type DatastoreSettings, resolveSettings} from '../lib/store/settings.js'
@@ -18,6 +19,36 @@ export interface GlobalFlags {
 }
 
 export abstract class BaseCommand extends Command {
+  /**
+   * Commands whose operation writes in several transactions set this: SIGINT/SIGTERM then stop the
+   * operation at its next checkpoint (see lib/interrupt.ts) instead of killing it between two writes.
+   */
+  static interruptible = false
+
+  /** Passed to the operation through its Ctx (or directly, for operations without one). */
+  protected readonly interrupt = new Interrupt()
+
+  private readonly onSignal = (signal: NodeJS.Signals): void => {
+    const it = this.interrupt
+    if (!it.armed || it.signal) {
+      // Nothing written yet, or a second signal: stop at once, saying what is known to be committed.
+      const what = !it.armed
+        ? 'nothing was changed'
+        : `stopped at once: ${describeCommitted(it.lastCommitted)}; a transaction in flight may also have been committed`
+      process.stderr.write(errorStyle(`Error: interrupted by ${signal}: ${what}`) + '\n')
+      process.exit(EXIT_CODES.interrupted)
+    }
+    it.request(signal)
+  }
+
+  override async init(): Promise<void> {
+    await super.init()
+    if ((this.constructor as typeof BaseCommand).interruptible) {
+      process.on('SIGINT', this.onSignal)
+      process.on('SIGTERM', this.onSignal)
+    }
+  }
+
   static override baseFlags = {
     datastore: Flags.string({
       summary: 'Datastore type: embedded (default) or etcdv3. Env: DATASTORE_TYPE.',
@@ -66,13 +97,31 @@ export abstract class BaseCommand extends Command {
   private readonly stores: Store[] = []
 
   protected async ctx(flags: GlobalFlags): Promise<Ctx> {
-    return makeCtx(await this.openStore(this.settings(flags)))
+    return makeCtx(await this.openStore(this.settings(flags)), {interrupt: this.interrupt})
   }
 
   protected override async finally(err: Error | undefined): Promise<unknown> {
+    process.off('SIGINT', this.onSignal)
+    process.off('SIGTERM', this.onSignal)
+    const signal = this.interrupt.signal
+    if (signal && !err && process.exitCode === undefined) {
+      // The signal came during the operation's last transaction, which completed: say so, and still let the
+      // caller see that it was interrupted.
+      process.stderr.write(errorStyle(`Error: interrupted by ${signal} after the command had completed: nothing is half-done`) + '\n')
+      process.exitCode = EXIT_CODES.interrupted
+    }
     // Always close: an open etcd client keeps the process alive.
     await Promise.allSettled(this.stores.map((s) => s.close()))
     return super.finally(err)
+  }
+
+  /**
+   * This very command line (as `ipamctl …`, shell-quoted) plus `extra` flags it lacks: how an interrupted
+   * operation whose steps are all idempotent is finished.
+   */
+  protected commandLine(extra: readonly string[] = []): string {
+    const args = [...this.argv, ...extra.filter((f) => !this.argv.includes(f))]
+    return ['ipamctl', ...(this.id ?? '').split(':'), ...args].map(shellQuote).join(' ')
   }
 
   /** Print `text` exactly (no extra newline handling beyond what the text has). */
@@ -92,6 +141,10 @@ export abstract class BaseCommand extends Command {
     process.exitCode = code
     return undefined
   }
+}
+
+function shellQuote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`
 }
 
 /** oclif's parse errors span several lines ("The following error occurred:", the reason, a help hint). */

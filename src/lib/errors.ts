@@ -40,6 +40,18 @@ export class ExhaustedError extends IpamError {
 }
 
 /**
+ * SIGINT or SIGTERM stopped a multi-transaction operation at a checkpoint between two transactions. The
+ * message says what stayed committed and how to undo it. Exit status 130 for either signal: one code tells a
+ * script "interrupted, read the line", and the line names the signal.
+ */
+export class InterruptedError extends IpamError {
+  override readonly exitCode = 130
+  constructor(readonly signal: NodeJS.Signals, message: string) {
+    super(message)
+  }
+}
+
+/**
  * A guarded write lost a race. Internal: the retry helper consumes it; if retries run out it becomes a
  * ConflictError with upstream's "Max retries hit" text.
  */
@@ -55,6 +67,7 @@ export const EXIT_CODES = {
   conflict: 4,
   unavailable: 5,
   exhausted: 6,
+  interrupted: 130,
 } as const
 
 /**

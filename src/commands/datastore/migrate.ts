@@ -29,6 +29,8 @@ Keys are written first, then the target's extra keys are deleted, in transaction
     'dry-run': Flags.boolean({summary: 'Print what would be copied, overwritten and removed; change nothing.'}),
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {flags} = await this.parse(DatastoreMigrate)
     const base = this.settings(flags)
@@ -59,7 +61,7 @@ Keys are written first, then the target's extra keys are deleted, in transaction
       }
     }
     if (!shown) show()
-    const r = await applyMigration(source, target ?? (await this.openStore(targetSettings, 'create')), plan)
+    const r = await applyMigration(source, target ?? (await this.openStore(targetSettings, 'create')), plan, {interrupt: this.interrupt, rerun: this.commandLine(['--force', '--yes'])})
     this.out(`Copied ${r.copied} keys from ${plan.source} to ${targetName}${r.removed ? `; removed ${r.removed} keys the source does not have` : ''}\n`)
     if (r.sourceChanged) {
       throw new ConflictError('the source changed while copying; stop all writers and run the migration again with --force')

@@ -36,6 +36,8 @@ A pool with a namespaceSelector serves only requests whose --namespace-labels it
     output: outputFlag,
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {flags} = await this.parse(IpamAssign)
     const given = parseKeyValues(flags.attr, 'attribute')

@@ -26,6 +26,8 @@ export default class IpamGc extends BaseCommand {
     node: Flags.string({summary: 'This machine\'s node name: its endpoints whose network namespace is gone count as leaked (default: the hostname).'}),
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {flags} = await this.parse(IpamGc)
     const graceMs = parseDuration(flags.grace)
@@ -51,7 +53,7 @@ export default class IpamGc extends BaseCommand {
       this.out('Aborted; nothing was changed.\n')
       return
     }
-    const r = await runGc(ctx, plan, {nodeNetnsExists: liveness})
+    const r = await runGc(ctx, plan, {nodeNetnsExists: liveness, rerun: this.commandLine(['--yes'])})
     const out = [`Released ${r.released.length} addresses; deleted ${r.deletedHandles.length} handles.`]
     if (r.skippedIps.length > 0) out.push(`Skipped ${r.skippedIps.length} addresses that changed since the scan: ${r.skippedIps.join(', ')}`)
     if (r.deletedEndpoints.length > 0) out.push(`Deleted ${r.deletedEndpoints.length} endpoint records of pods whose network namespace is gone: ${r.deletedEndpoints.join(', ')}`)

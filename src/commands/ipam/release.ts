@@ -27,6 +27,8 @@ export default class IpamRelease extends BaseCommand {
     yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation (needed without a terminal).'}),
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {flags} = await this.parse(IpamRelease)
     const ctx = await this.ctx(flags)

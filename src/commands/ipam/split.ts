@@ -22,6 +22,8 @@ export default class IpamSplit extends BaseCommand {
     yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation.'}),
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {args, flags} = await this.parse(IpamSplit)
     const ctx = await this.ctx(flags)

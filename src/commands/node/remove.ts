@@ -22,6 +22,8 @@ export default class NodeRemove extends BaseCommand {
     output: outputFlag,
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {args, flags} = await this.parse(NodeRemove)
     const ctx = await this.ctx(flags)

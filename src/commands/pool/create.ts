@@ -34,6 +34,8 @@ Block size defaults to 26 for IPv4 and 122 for IPv6. With -f, every document is 
     label: Flags.string({multiple: true, summary: 'Pool label KEY=VALUE (repeatable).'}),
   }
 
+  static override interruptible = true
+
   async run(): Promise<void> {
     const {args, flags} = await this.parse(PoolCreate)
     let inputs: PoolInput[]

@@ -1,15 +1,17 @@
 // Giving up a host's claim on a block. One transaction: the block loses its owner (or is deleted if it
 // is empty) and the affinity key goes, so no affinity outlives its block (quirk 3.15.3 fixed).
 import {ConflictError} from '../errors.js'
-import {type Cidr, containsCidr, formatCidr} from '../net/cidr.js'
-import {keys, parseAffinityKey} from '../store/keys.js'
+import {type Cidr, formatCidr} from '../net/cidr.js'
+import {keys} from '../store/keys.js'
 import {isEmpty} from './block.js'
 import {type Ctx, loadBlock, loadConfig, withRetry, WriteBatch} from './context.js'
+import type {IpamConfig} from './records.js'
 
 export type AffinityRelease = 'released' | 'deleted-block' | 'stale' | 'absent'
 
-export async function releaseBlockAffinity(ctx: Ctx, host: string, cidr: Cidr, opts: {requireEmpty: boolean}): Promise<AffinityRelease> {
-  const cfg = await loadConfig(ctx)
+/** `cfg`: the IPAM config if the caller has read it already (one read for a whole pool or node). */
+export async function releaseBlockAffinity(ctx: Ctx, host: string, cidr: Cidr, opts: {requireEmpty: boolean}, known?: IpamConfig): Promise<AffinityRelease> {
+  const cfg = known ?? (await loadConfig(ctx))
   const affKey = keys.affinity(host, cidr)
   return withRetry(ctx, async () => {
     const affKv = await ctx.store.get(affKey)
@@ -31,16 +33,4 @@ export async function releaseBlockAffinity(ctx: Ctx, host: string, cidr: Cidr, o
     await batch.putBlock(block, kv).commit()
     return 'released'
   })
-}
-
-/** Release every host affinity whose block lies inside `pool` (used when a pool is deleted). */
-export async function releasePoolAffinities(ctx: Ctx, pool: Cidr): Promise<number> {
-  let n = 0
-  for (const key of await ctx.store.listKeys(keys.allHostAffinitiesPrefix())) {
-    const a = parseAffinityKey(key)
-    if (!a || a.type !== 'host' || !containsCidr(pool, a.cidr)) continue
-    const r = await releaseBlockAffinity(ctx, a.host, a.cidr, {requireEmpty: false})
-    if (r !== 'absent') n++
-  }
-  return n
 }

@@ -1,6 +1,7 @@
 // AssignIP: specific addresses. A block nobody has created yet is claimed for the host. Several addresses
 // are assigned in ONE transaction, so a request for many is all-or-nothing, blocks claimed on the way included.
 import {ConflictError, ValidationError} from '../errors.js'
+import {checkpoint, NOTHING_COMMITTED} from '../interrupt.js'
 import {type Cidr, containsIp, formatCidr, formatIp, type Ip, maskIp, parseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import {type Block, encodeBlock, newBlock, ordinalOf, takeOrdinal} from './block.js'
@@ -66,6 +67,8 @@ export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<Ass
   const attr = ownerAttribute(rest.host, rest.handle, rest.attrs)
   const byBlock = new Map<string, Target[]>()
   for (const t of targets) byBlock.set(formatCidr(t.block), [...(byBlock.get(formatCidr(t.block)) ?? []), t])
+  // One transaction for every address: an interrupt waits for it (and the Node record) to complete.
+  await checkpoint(ctx, NOTHING_COMMITTED)
   const done = await withRetry(ctx, async () => {
     const batch = new WriteBatch(ctx)
     const out: AssignedIp[] = []

@@ -1,7 +1,8 @@
 // AutoAssign: addresses from the host's affine blocks, then newly claimed blocks, then (unless strict
 // affinity) borrowed from other blocks. Every write is one guarded transaction of block + affinity +
 // handle, so a crash or a lost race never leaves half an allocation behind.
-import {ConflictError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
+import {ConflictError, InterruptedError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
+import {checkpoint, type Committed, interrupted, NOTHING_COMMITTED} from '../interrupt.js'
 import {type Cidr, containsCidr, type Family, formatCidr, formatIp, subnetCount, subnetIndex} from '../net/cidr.js'
 import {keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
 import {type KeyValue, readMany} from '../store/store.js'
@@ -131,9 +132,28 @@ export function validateRequest(args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'ho
 
 export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}> {
   validateRequest(args)
-  const v4 = await assignFamily(ctx, args, 4, args.num4, args.pools4)
-  const v6 = await assignFamily(ctx, args, 6, args.num6, args.pools6)
+  const v4: FamilyResult = {requested: args.num4, ips: [], messages: []}
+  const v6: FamilyResult = {requested: args.num6, ips: [], messages: []}
+  const progress = (): Committed => assignedSoFar(args, [...v4.ips, ...v6.ips])
+  try {
+    await assignFamily(ctx, args, 4, v4, args.pools4, progress)
+    await assignFamily(ctx, args, 6, v6, args.pools6, progress)
+  } catch (err) {
+    if (!(err instanceof InterruptedError)) throw err
+    // Stopped between two block transactions: what is committed stays, with the Node record a completed
+    // request would have written for it (pools select by the node's labels, so it must not be missing).
+    if (v4.ips.length + v6.ips.length > 0) await ensureNode(ctx.store, args.host, ctx.clock.now())
+    throw interrupted(err.signal, progress())
+  }
   return {v4, v6}
+}
+
+/** What an interrupted request leaves: its addresses, and the release that gives them back. */
+function assignedSoFar(args: AutoAssignArgs, ips: readonly AssignedIp[]): Committed {
+  if (ips.length === 0) return NOTHING_COMMITTED
+  const what = `assigned ${ips.length} of ${args.num4 + args.num6} addresses to host ${args.host}`
+  if (args.handle !== undefined) return {done: `${what} under handle ${args.handle}`, undo: `ipamctl ipam release --handle ${args.handle} --yes`}
+  return {done: `${what} (no handle)`, undo: `ipamctl ipam release ${ips.map((i) => `--ip ${i.address}`).join(' ')} --yes`}
 }
 
 /** The requested pools of one family; asking for addresses of a family none of them has is an error. */
@@ -248,13 +268,13 @@ export function affineIn(affinityKeys: readonly string[], pools: readonly Pool[]
   return out
 }
 
-async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, num: number, requested?: string[]): Promise<FamilyResult> {
-  const result: FamilyResult = {requested: num, ips: [], messages: []}
-  if (num === 0) return result
+async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, result: FamilyResult, requested: string[] | undefined, progress: () => Committed): Promise<FamilyResult> {
+  if (result.requested === 0) return result
   const now = ctx.clock.now()
   const setup = await familySetup(ctx, args, family, requested)
+  await checkpoint(ctx, progress())
   await releaseIfEmpty(ctx, args.host, setup.deselected)
-  const job = new FamilyJob(ctx, setup.cfg, args, family, setup.pools, result, setup.reserved)
+  const job = new FamilyJob(ctx, setup.cfg, args, family, setup.pools, result, setup.reserved, progress)
   for (const [key, kv] of setup.ahead) job.ahead.set(key, kv)
   job.ahead.setListed(setup.affinityPrefix)
   await job.run(setup.affinityKeys, setup.affinityRevision)
@@ -282,6 +302,7 @@ class FamilyJob {
     private readonly pools: Pool[],
     private readonly result: FamilyResult,
     private readonly reserved: ReservedMatcher,
+    private readonly progress: () => Committed = () => NOTHING_COMMITTED,
   ) {
     this.affinity = `host:${args.host}`
     this.attr = ownerAttribute(args.host, args.handle, args.attrs)
@@ -367,6 +388,8 @@ class FamilyJob {
 
   /** Every write of this job goes through here: after it, what was read ahead may be stale. */
   private async commit(batch: WriteBatch): Promise<void> {
+    // Between two of this request's transactions: a requested stop happens here, never inside one.
+    await checkpoint(this.ctx, this.progress())
     this.ahead.clear()
     await batch.commit()
   }

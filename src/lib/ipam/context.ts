@@ -2,6 +2,7 @@
 // one retry helper, and a write batch that turns a logical change into one guarded transaction.
 import {ConflictError, RevisionConflict} from '../errors.js'
 import {type Cidr, formatCidr} from '../net/cidr.js'
+import type {Interrupt} from '../interrupt.js'
 import {keys} from '../store/keys.js'
 import type {Condition, KeyValue, Store, WriteOp} from '../store/store.js'
 import {guardFor} from '../store/store.js'
@@ -15,10 +16,12 @@ export interface Ctx {
   readonly clock: Clock
   /** Attempts per guarded write before giving up; upstream uses 100. */
   readonly maxAttempts: number
+  /** Set by the CLI: multi-transaction operations stop at their next checkpoint when it is requested. */
+  readonly interrupt?: Interrupt
 }
 
-export function makeCtx(store: Store, opts: {clock?: Clock; maxAttempts?: number} = {}): Ctx {
-  return {store, clock: opts.clock ?? systemClock, maxAttempts: opts.maxAttempts ?? 100}
+export function makeCtx(store: Store, opts: {clock?: Clock; maxAttempts?: number; interrupt?: Interrupt} = {}): Ctx {
+  return {store, clock: opts.clock ?? systemClock, maxAttempts: opts.maxAttempts ?? 100, interrupt: opts.interrupt}
 }
 
 export const MAX_RETRIES_MESSAGE = 'Max retries hit - excessive concurrent IPAM requests'

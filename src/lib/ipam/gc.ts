@@ -3,6 +3,7 @@
 // release is guarded by the handle and the sequence number seen during the scan, so an address released and
 // re-assigned meanwhile is never touched; every handle delete is guarded by the mod revision seen during the scan.
 import {ConflictError, ValidationError} from '../errors.js'
+import {checkpoint, type Committed, restated} from '../interrupt.js'
 import {formatIp, tryParseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import {listWorkloadEndpoints} from '../workload/endpoint.js'
@@ -97,9 +98,10 @@ export async function planGc(ctx: Ctx, opts: {graceMs: number} & Pick<CheckOptio
 
 /**
  * Carry out a plan, and nothing outside it (so a dry run's listing of the plan is exactly what a run does, less
- * what changed meanwhile). Anything that changed since the scan is skipped, never forced.
+ * what changed meanwhile). Anything that changed since the scan is skipped, never forced. `rerun`: the command
+ * that, run again, finishes an interrupted gc (it scans afresh).
  */
-export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'nodeNetnsExists'> = {}): Promise<GcResult> {
+export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'nodeNetnsExists'> & {rerun?: string} = {}): Promise<GcResult> {
   const out: GcResult = {released: [], skippedIps: [], deletedHandles: [], skippedHandles: [], deletedEndpoints: []}
   // An endpoint written since the scan (a re-ADD of the same container keeps handle and sequence number)
   // makes its address live again: look once more right before releasing.
@@ -116,18 +118,20 @@ export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'no
       out.skippedIps.push(c.ip)
       continue
     }
+    await checkpoint(ctx, gcSoFar(out, opts.rerun))
     try {
       // One address per call: a guard failing on one must not hold back the others.
       const r = await releaseIps(ctx, [{ip: c.ip, handle: c.handle, sequenceNumber: c.sequenceNumber}])
       if (r.released.length > 0) out.released.push(c.ip)
       else out.skippedIps.push(c.ip)
     } catch (err) {
-      if (!(err instanceof ConflictError)) throw err
+      if (!(err instanceof ConflictError)) throw restated(err, gcSoFar(out, opts.rerun))
       out.skippedIps.push(c.ip)
     }
   }
   for (const h of plan.handles) {
     const key = keys.handle(h.id)
+    await checkpoint(ctx, gcSoFar(out, opts.rerun))
     const r = await ctx.store.txn([{key, modRevision: h.revision}], [{delete: key}])
     if (r.succeeded) out.deletedHandles.push(h.id)
     else out.skippedHandles.push(h.id)
@@ -135,8 +139,15 @@ export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'no
   // The pods are gone: their records would otherwise claim nothing forever. Guarded by the scan's revision, so
   // a record rewritten since (a new ADD under the same name) stays.
   for (const d of plan.endpoints) {
+    await checkpoint(ctx, gcSoFar(out, opts.rerun))
     const r = await ctx.store.txn([{key: d.key, modRevision: d.modRevision}], [{delete: d.key}])
     if (r.succeeded) out.deletedEndpoints.push(d.name)
   }
   return out
+}
+
+/** What an interrupted gc has done; everything it does is a release of a leak, so the way on is to run it again. */
+function gcSoFar(r: GcResult, rerun = 'ipamctl ipam gc --yes'): Committed {
+  const n = r.released.length + r.deletedHandles.length + r.deletedEndpoints.length
+  return {done: n === 0 ? '' : `released ${r.released.length} leaked addresses, deleted ${r.deletedHandles.length} leaked handles and ${r.deletedEndpoints.length} dead endpoint records`, finish: rerun}
 }

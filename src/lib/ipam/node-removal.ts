@@ -2,6 +2,7 @@
 // are given up so the space is reusable, and, if asked, the addresses its workloads held are released.
 // Non-empty blocks lose their owner but keep their addresses; they go away when their last address does.
 import {NotFoundError, RevisionConflict} from '../errors.js'
+import {checkpoint, type Committed, restated} from '../interrupt.js'
 import {type Family, formatCidr, formatIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
 import {guardFor, type KeyValue} from '../store/store.js'
@@ -162,14 +163,35 @@ export async function planNodeRemoval(ctx: Ctx, host: string, opts: {releaseAddr
   }
 }
 
-/** Carry out a plan; the summary counts what was actually done. */
+/**
+ * Carry out a plan; the summary counts what was actually done. Each step is its own transaction and the removal
+ * is idempotent, so one interrupted between steps (docs/interrupts.md) is finished by running it again.
+ */
 export async function executeNodeRemoval(ctx: Ctx, plan: NodeRemovalPlan): Promise<NodeRemoval> {
-  const {host} = plan
   const summary: NodeRemoval = {affinitiesReleased: 0, blocksDeleted: 0, blocksKeptNonAffine: 0, addressesReleased: 0, endpointsDeleted: 0}
+  const progress = (): Committed => ({
+    done: removalSoFar(summary),
+    finish: `ipamctl node remove ${plan.host}${plan.releaseAddresses ? ' --release-addresses' : ''} --yes`,
+  })
+  try {
+    return await removalSteps(ctx, plan, summary, progress)
+  } catch (err) {
+    throw restated(err, progress())
+  }
+}
 
+function removalSoFar(s: NodeRemoval): string {
+  const n = s.addressesReleased + s.endpointsDeleted + s.affinitiesReleased
+  if (n === 0) return ''
+  return `the node record is still there; released ${s.addressesReleased} addresses, deleted ${s.endpointsDeleted} workload endpoints, released ${s.affinitiesReleased} block affinities`
+}
+
+async function removalSteps(ctx: Ctx, plan: NodeRemovalPlan, summary: NodeRemoval, progress: () => Committed): Promise<NodeRemoval> {
+  const {host} = plan
   // Addresses first: blocks they empty are then deleted by the affinity release below rather than kept.
   const byIp: Owned[] = [...plan.ips]
   for (const h of plan.handles) {
+    await checkpoint(ctx, progress())
     try {
       summary.addressesReleased += (await releaseByHandle(ctx, h.handle)).length
     } catch (err) {
@@ -178,13 +200,18 @@ export async function executeNodeRemoval(ctx: Ctx, plan: NodeRemovalPlan): Promi
       byIp.push(...h.ips.map((ip) => ({ip, handle: h.handle})))
     }
   }
+  await checkpoint(ctx, progress())
   if (byIp.length > 0) summary.addressesReleased += (await releaseIps(ctx, byIp.map((o) => ({ip: o.ip, handle: o.handle})))).released.length
-  for (const key of plan.endpointKeys) if (await deleteKey(ctx, key)) summary.endpointsDeleted++
+  for (const key of plan.endpointKeys) {
+    await checkpoint(ctx, progress())
+    if (await deleteKey(ctx, key)) summary.endpointsDeleted++
+  }
 
   // v4 then v6, as upstream; keys listed again in case an assignment claimed a block meanwhile.
   for (const key of await affinityKeys(ctx, host)) {
     const a = parseAffinityKey(key)
     if (!a) continue
+    await checkpoint(ctx, progress())
     const r = await releaseBlockAffinity(ctx, host, a.cidr, {requireEmpty: false})
     if (r === 'absent') continue
     summary.affinitiesReleased++
@@ -192,6 +219,7 @@ export async function executeNodeRemoval(ctx: Ctx, plan: NodeRemovalPlan): Promi
     else if (r === 'released') summary.blocksKeptNonAffine++
   }
 
+  await checkpoint(ctx, progress())
   await deleteKey(ctx, legacyHostKey(host))
   await deleteKey(ctx, keys.node(host))
   return summary

@@ -5,7 +5,8 @@
 // one in the report, and each handle is deleted only if its revision is still the reported one.
 import {type JsonValue, parseJson} from '../codec/gojson.js'
 import {readTextFile, REPORT_MAX_BYTES} from '../files.js'
-import {ConflictError, IpamError, ValidationError} from '../errors.js'
+import {ConflictError, InterruptedError, IpamError, ValidationError} from '../errors.js'
+import {checkpoint, type Committed, restated} from '../interrupt.js'
 import {keys} from '../store/keys.js'
 import {getClusterInfo} from './cluster-info.js'
 import type {Ctx} from './context.js'
@@ -206,12 +207,13 @@ export async function executeRelease(ctx: Ctx, plan: ReleasePlan, onLine: (line:
     // One address at a time: a guarded release fails its whole block, so batching would let one address
     // that changed since the report keep every other leak in its block from being released.
     for (const o of plan.ips) {
+      await checkpoint(ctx, reportSoFar(s))
       try {
         const r = await releaseIps(ctx, [o])
         s.released.push(...r.released)
         s.alreadyGone.push(...r.unallocated)
       } catch (err) {
-        if (!(err instanceof IpamError)) throw err
+        if (!(err instanceof IpamError) || err instanceof InterruptedError) throw restated(err, reportSoFar(s))
         // The sequence guard fires before the allocation check: an address freed since the report is
         // "already cleaned up", not an error; one re-assigned since is an error and stays assigned.
         if (err instanceof ConflictError && (await ipStatus(ctx, o.ip)).state !== 'assigned') s.alreadyGone.push(o.ip)
@@ -234,6 +236,7 @@ export async function executeRelease(ctx: Ctx, plan: ReleasePlan, onLine: (line:
     let progress = ''
     const errors: string[] = []
     for (const h of plan.handles) {
+      await checkpoint(ctx, reportSoFar(s))
       try {
         if (await deleteHandleAt(ctx, h)) {
           progress += '.'
@@ -263,4 +266,10 @@ async function deleteHandleAt(ctx: Ctx, h: ReportHandle): Promise<boolean> {
   if (!kv || kv.modRevision.toString() !== h.revision) return false
   const r = await ctx.store.txn([{key, modRevision: kv.modRevision}], [{delete: key}])
   return r.succeeded
+}
+
+/** Everything done so far is a guarded release of a reported leak: running the same command again finishes it. */
+function reportSoFar(s: ReleaseSummary): Committed {
+  const n = s.released.length + s.handlesDeleted
+  return {done: n === 0 ? '' : `released ${s.released.length} leaked addresses and deleted ${s.handlesDeleted} leaked handles`, finish: 'run the same ipamctl ipam release --from-report command again'}
 }

@@ -1,6 +1,7 @@
 // Releasing addresses, by address (optionally guarded by handle and sequence number) or by handle.
 // Each block's change and the matching handle counts are one transaction.
 import {ConflictError, NotFoundError, ValidationError} from '../errors.js'
+import {checkpoint, type Committed} from '../interrupt.js'
 import {type Cidr, containsCidr, containsIp, formatCidr, formatIp, type Ip, maskIp, parseCidr, parseIp} from '../net/cidr.js'
 import {keys, parseBlockKey} from '../store/keys.js'
 import {type Block, isCoolingDown, isEmpty, markReleased, ordinalOf, sanitizeHandle} from './block.js'
@@ -70,18 +71,29 @@ export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[], op
     byBlock.set(k, entry)
   }
   const emptied: EmptiedBlock[] = []
-  for (const {cidr, opts} of byBlock.values()) {
-    // Each address may carry its own handle, and block + handles go in one transaction: keep a transaction
-    // within etcd's default limit of 128 operations by releasing big batches in slices.
-    for (let i = 0; i < opts.length; i += MAX_IPS_PER_TXN) {
-      const slice = opts.slice(i, i + MAX_IPS_PER_TXN)
-      const r = await withRetry(ctx, () => releaseInBlock(ctx, cfg.ipCooldownSeconds, cidr, slice))
-      result.released.push(...r.released)
-      result.unallocated.push(...r.unallocated)
-      if (r.emptied) emptied.push(r.emptied)
+  const pending = new Set(parsed.map((o) => formatIp(o.parsed.family, o.parsed.value)))
+  const progress = (): Committed => ({
+    done: result.released.length === 0 ? '' : `released ${result.released.length} of ${parsed.length} addresses`,
+    finish: `ipamctl ipam release ${[...pending].map((ip) => `--ip ${ip}`).join(' ')} --yes`,
+  })
+  try {
+    for (const {cidr, opts} of byBlock.values()) {
+      // Each address may carry its own handle, and block + handles go in one transaction: keep a transaction
+      // within etcd's default limit of 128 operations by releasing big batches in slices.
+      for (let i = 0; i < opts.length; i += MAX_IPS_PER_TXN) {
+        const slice = opts.slice(i, i + MAX_IPS_PER_TXN)
+        await checkpoint(ctx, progress())
+        const r = await withRetry(ctx, () => releaseInBlock(ctx, cfg.ipCooldownSeconds, cidr, slice))
+        result.released.push(...r.released)
+        result.unallocated.push(...r.unallocated)
+        for (const o of slice) pending.delete(formatIp(o.parsed.family, o.parsed.value))
+        if (r.emptied) emptied.push(r.emptied)
+      }
     }
+  } finally {
+    // Also when interrupted: the blocks emptied so far get the same follow-up as in a complete run.
+    await ensureConsistentAffinity(ctx, emptied)
   }
-  await ensureConsistentAffinity(ctx, emptied)
   return result
 }
 
@@ -154,34 +166,43 @@ export async function releaseByHandle(ctx: Ctx, handleId: string): Promise<strin
   if (!first) throw new NotFoundError(`handle ${handle} not found`)
   const released: string[] = []
   const emptied: EmptiedBlock[] = []
-  for (const cidrText of decodeHandle(first.value).keys()) {
-    const cidr = parseHandleBlock(cidrText)
-    const got = await withRetry(ctx, async () => {
-      const loaded = await loadBlock(ctx, cidr, cfg.ipCooldownSeconds)
-      const batch = new WriteBatch(ctx)
-      const mine: number[] = []
-      loaded?.block.allocations.forEach((idx, o) => {
-        const a = idx === null ? undefined : loaded.block.attributes?.[idx]
-        if (a?.handle_id !== undefined && sanitizeHandle(a.handle_id) === handle) mine.push(o)
+  const progress = (): Committed => ({
+    done: released.length === 0 ? '' : `released ${released.length} addresses of handle ${handle}`,
+    finish: `ipamctl ipam release --handle ${handle} --yes`,
+  })
+  try {
+    for (const cidrText of decodeHandle(first.value).keys()) {
+      const cidr = parseHandleBlock(cidrText)
+      await checkpoint(ctx, progress())
+      const got = await withRetry(ctx, async () => {
+        const loaded = await loadBlock(ctx, cidr, cfg.ipCooldownSeconds)
+        const batch = new WriteBatch(ctx)
+        const mine: number[] = []
+        loaded?.block.allocations.forEach((idx, o) => {
+          const a = idx === null ? undefined : loaded.block.attributes?.[idx]
+          if (a?.handle_id !== undefined && sanitizeHandle(a.handle_id) === handle) mine.push(o)
+        })
+        let nowEmpty: EmptiedBlock | undefined
+        if (loaded && mine.length > 0) {
+          markReleased(loaded.block, mine, ctx.clock.now(), cfg.ipCooldownSeconds, {recordSeq: false})
+          writeReleasedBlock(batch, loaded.block, loaded.kv)
+          nowEmpty = emptiedBy(loaded.block)
+        } else {
+          // Dropping the handle's entry is only right if the block still holds none of its addresses.
+          batch.guard(keys.block(cidr), loaded?.kv)
+        }
+        // Drop the block from the handle whatever its recorded count was: nothing of the handle is left there.
+        batch.countHandle(handle, cidr, Number.NEGATIVE_INFINITY)
+        await batch.commit()
+        if (nowEmpty) emptied.push(nowEmpty)
+        return mine.map((o) => formatIp(cidr.family, cidr.base + BigInt(o)))
       })
-      let nowEmpty: EmptiedBlock | undefined
-      if (loaded && mine.length > 0) {
-        markReleased(loaded.block, mine, ctx.clock.now(), cfg.ipCooldownSeconds, {recordSeq: false})
-        writeReleasedBlock(batch, loaded.block, loaded.kv)
-        nowEmpty = emptiedBy(loaded.block)
-      } else {
-        // Dropping the handle's entry is only right if the block still holds none of its addresses.
-        batch.guard(keys.block(cidr), loaded?.kv)
-      }
-      // Drop the block from the handle whatever its recorded count was: nothing of the handle is left there.
-      batch.countHandle(handle, cidr, Number.NEGATIVE_INFINITY)
-      await batch.commit()
-      if (nowEmpty) emptied.push(nowEmpty)
-      return mine.map((o) => formatIp(cidr.family, cidr.base + BigInt(o)))
-    })
-    released.push(...got)
+      released.push(...got)
+    }
+  } finally {
+    // Also when interrupted: the blocks emptied so far get the same follow-up as in a complete run.
+    await ensureConsistentAffinity(ctx, emptied)
   }
-  await ensureConsistentAffinity(ctx, emptied)
   return released
 }
 

@@ -2,6 +2,7 @@
 // does it in three requests (disable, create children, delete); a crash between them leaves overlapping
 // or missing pools, so here the whole replacement is one guarded transaction (Part A.2).
 import {ConflictError, NotFoundError, ValidationError} from '../errors.js'
+import {checkpoint, NOTHING_COMMITTED} from '../interrupt.js'
 import {bitsOf, formatCidr, parseCidr, sameCidr, subnet} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import type {KeyValue} from '../store/store.js'
@@ -116,6 +117,8 @@ export async function commitSplit(ctx: Ctx, plan: SplitPlan): Promise<void> {
     ...plan.children.map((c) => ({key: keys.pool(c.name), absent: true as const})),
   ]
   const ops = [...plan.children.map((c) => ({put: keys.pool(c.name), value: encodePool(c)})), {delete: pool.key}]
+  // The whole split is this one transaction: an interrupt waits for it.
+  await checkpoint(ctx, NOTHING_COMMITTED)
   const r = await ctx.store.txn(conditions, ops)
   if (!r.succeeded) {
     throw new ConflictError(`IP pool ${plan.old.name}, the datastore lock or a child pool changed while splitting; nothing was changed, run the command again`)

@@ -1,5 +1,6 @@
 // Datastore-level operations: health and contents summary, and copying everything between two stores.
 import {ConflictError, DatastoreUnavailableError, NotFoundError, StoreMissingError} from '../errors.js'
+import {checkpoint, type Committed, type Interrupt} from '../interrupt.js'
 import type {DatastoreSettings} from './settings.js'
 import type {KeyValue, Store, WriteOp} from './store.js'
 
@@ -130,10 +131,18 @@ export async function planMigration(from: Store, to: Store | undefined, opts: {f
  * since the plan (or since our previous transaction); if something was, the migration stops with a
  * ConflictError instead of overwriting or deleting what another writer just did.
  */
-export async function applyMigration(from: Store, to: Store, plan: MigrationPlan): Promise<MigrateResult> {
+export async function applyMigration(from: Store, to: Store, plan: MigrationPlan, opts: {interrupt?: Interrupt; rerun?: string} = {}): Promise<MigrateResult> {
   let notAfter = plan.targetRevision
   const ops: WriteOp[] = [...plan.copy.map((kv) => ({put: kv.key, value: kv.value})), ...plan.remove.map((k) => ({delete: k}))]
+  let written = 0
+  // Interrupted between two transactions (docs/interrupts.md), the target holds part of the source: running
+  // the migration again with --force makes it whole.
+  const progress = (): Committed => ({
+    done: written === 0 ? '' : `the target ${to.description} is a partial copy: ${written} of ${ops.length} writes done (copies first, then removals)`,
+    finish: opts.rerun ?? 'run the same datastore migrate command again with --force',
+  })
   for (let i = 0; i < ops.length; i += BATCH) {
+    await checkpoint({interrupt: opts.interrupt}, progress())
     const r = await to.txn([{prefix: CALICO_PREFIX, notAfter}], ops.slice(i, i + BATCH))
     if (!r.succeeded) {
       throw new ConflictError(
@@ -141,6 +150,7 @@ export async function applyMigration(from: Store, to: Store, plan: MigrationPlan
       )
     }
     notAfter = r.revision
+    written = Math.min(ops.length, i + BATCH)
   }
   return {copied: plan.copy.length, removed: plan.remove.length, sourceChanged: (await from.revision()) !== plan.sourceRevision}
 }
