@@ -27,6 +27,7 @@ const UPDATES: string[][] = [
   ['ipam', 'gc', '--yes'],
   ['ipam', 'split', '2', '--name', 'default-ipv4', '--yes'],
   ['pool', 'delete', 'default-ipv4', '--yes'],
+  ['pool', 'update', 'default-ipv4', '--disable'],
   ['node', 'remove', 'node-1', '--yes'],
   ['reservation', 'delete', 'r', '--yes'],
   ['datastore', 'unlock', '--yes'],

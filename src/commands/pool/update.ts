@@ -7,6 +7,7 @@ export default class PoolUpdate extends BaseCommand {
   static override summary = 'Enable or disable an IP pool (a disabled pool hands out no new addresses).'
   static override description = 'Exactly one of --enable and --disable. The change is one write guarded by the revision read, so a concurrent edit of the pool is never overwritten; a pool already in the asked state is left untouched.'
   static override examples = ['<%= config.bin %> <%= command.id %> old-pool --enable', '<%= config.bin %> <%= command.id %> 10.65.0.0/16 --disable']
+  static override storeMode = 'update' as const
   static override args = {pool: Args.string({required: true, description: 'Pool name or CIDR.'})}
   static override flags = {
     enable: Flags.boolean({summary: 'Let the pool hand out addresses again.'}),
