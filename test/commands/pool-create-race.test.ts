@@ -7,7 +7,8 @@ const ROUNDS = Number(process.env.IPAMCTL_POOL_RACE_ROUNDS ?? 20);
 
 test(`${ROUNDS} rounds of 6 concurrent pool creates of one CIDR: exactly one wins each round, the rest name it`, {timeout: 600_000}, async () => {
   const sb = sandbox();
-  await sb.ok('pool', 'list'); // creates the store file before the racers start
+  // A write creates the store file before the racers start (so none of them says it created it).
+  await sb.ok('pool', 'create', 'unrelated', '--cidr', '10.250.0.0/24');
   for (let round = 0; round < ROUNDS; round++) {
     await raceRound(round, (args) => sb.run(...args), (cidr) =>
       sb.keys('/calico/resources/v3/projectcalico.org/ippools/').filter((k) => JSON.parse(sb.value(k)!).spec.cidr === cidr).map((k) => k.split('/').pop()!),
