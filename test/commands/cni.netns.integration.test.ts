@@ -67,7 +67,7 @@ describe('cni commands (netns integration)', {skip}, () => {
     assert.equal(fs.realpathSync(path.join(dir, 'ipamctl-ipam')), path.join(ROOT, 'bin/ipamctl-ipam.cjs'))
     const again = await sb.run('cni', 'install', '--dir', dir)
     assert.equal(again.status, 2)
-    assert.match(again.stderr, /already exists; pass --force/)
+    assert.match(again.stderr, /ipamctl-cni and \S+ipamctl-ipam already exist; pass --force to replace them\n$/)
     await sb.ok('cni', 'install', '--dir', dir, '--as-calico')
     const version = execFileSync(path.join(dir, 'calico-ipam'), {env: {...process.env, CNI_COMMAND: 'VERSION'}, input: '', encoding: 'utf8'})
     assert.match(version, /"supportedVersions"/)

@@ -11,7 +11,7 @@ export default class IpamGc extends BaseCommand {
   static override summary = 'Release leaked addresses older than a grace period and delete leaked handles.'
   static override description = [
     'Leaked means what ipam check reports: allocated, not cooling down, and no workload endpoint or Node record (tunnel address) uses it. An allocation is old enough when its timestamp attribute is older than --grace; one without a timestamp counts as old. The grace period covers a CNI ADD that has allocated but not yet written its endpoint.',
-    'Only workload allocations are released: a CNI handle <network>.<containerID> with namespace and pod attributes or an ipamctl.io/netns attribute, as the CNI plugins write them, and not a tunnel type. Any other leak (ipam assign, a tunnel address, another tool\'s allocation) is listed as "leaked, not released: not a workload allocation" and left for ipam release.',
+    'Only workload allocations are released: a CNI handle <network>.<containerID> with namespace and pod attributes or an ipamctl.io/netns attribute, as the CNI plugins write them, and not a tunnel type. One with ipamctl.io/netns (outside Kubernetes) only when its node is --node and that network namespace is gone. Any other leak (ipam assign, a tunnel address, another tool\'s allocation) is listed as "leaked, not released: not a workload allocation" and left for ipam release.',
     'Safe on a live cluster: each address is released only if its handle and sequence number are still those seen by the scan and no endpoint claims it meanwhile, and each handle is deleted only if unchanged since the scan; anything else is skipped and reported.',
     'Asks for confirmation on a terminal; pass --yes in scripts (without a terminal and without --yes it refuses, exit 2). --dry-run prints the same plan, line for line, and changes nothing.',
   ].join('\n\n')
@@ -36,8 +36,10 @@ export default class IpamGc extends BaseCommand {
     // Refuse a script before doing any work, so its output is only the error.
     if (!dry && !flags.yes && !(process.stdin.isTTY && process.stdout.isTTY)) await confirmOrRefuse(question, false)
     const ctx = await this.ctx(flags)
-    const liveness = netnsLiveness(flags.node ?? os.hostname(), (p) => fs.existsSync(p))
-    const plan = await planGc(ctx, {graceMs, nodeNetnsExists: liveness})
+    const node = flags.node ?? os.hostname()
+    const exists = (p: string) => fs.existsSync(p)
+    const liveness = netnsLiveness(node, exists)
+    const plan = await planGc(ctx, {graceMs, nodeNetnsExists: liveness, here: {node, exists}})
     const lines = planLines(plan, dry, flags.grace)
     if (plan.ips.length + plan.handles.length + plan.endpoints.length === 0) {
       this.out(`${[...lines, 'Nothing to clean up.'].join('\n')}\n`)
@@ -74,6 +76,11 @@ function planLines(plan: GcPlan, dry: boolean, grace: string): string[] {
   for (const h of plan.handles) lines.push(`${dry ? 'Would delete' : 'Deleting'} leaked handle ${h.id}`)
   for (const e of plan.endpoints) lines.push(`${dry ? 'Would delete' : 'Deleting'} endpoint record ${e.name} (its network namespace is gone)`)
   if (plan.tooYoung.length > 0) lines.push(`Leaving ${plan.tooYoung.length} leaked addresses younger than ${grace}: ${plan.tooYoung.map((c) => c.ip).join(', ')}`)
+  if (plan.netnsAlive.length > 0) lines.push(`Leaving ${plan.netnsAlive.length} addresses whose network namespace still exists on this node: ${plan.netnsAlive.map((c) => c.ip).join(', ')}`)
+  if (plan.otherNode.length > 0) {
+    lines.push(`Leaked, not released: an attachment of another node, whose network namespace only that node can check (run ipam gc there): ${plan.otherNode.length} addresses`)
+    for (const c of plan.otherNode) lines.push(`  ${c.ip} (node ${c.node || '<none>'}, netns ${c.netns}, handle ${c.handle ?? '<none>'})`)
+  }
   // One header and one short line each: readable with thousands of manual assignments.
   if (plan.notWorkload.length > 0) {
     lines.push(`Leaked, not released: not a workload allocation (release it with \`ipam release\`): ${plan.notWorkload.length} addresses`)

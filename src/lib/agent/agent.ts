@@ -138,10 +138,11 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       gc = new GcLoop(ctx, {
         intervalMs: o.gcIntervalMs,
         graceMs: o.gcGraceMs,
+        here: {node: o.node, exists: (p) => fs.existsSync(p)},
         exclusive: (fn) => batcher.alone(fn),
         onPass: (p: GcPass) => {
           counters.gcPasses++
-          metrics.setLeaks({addresses: p.candidates + p.tooYoung + p.notWorkload, handles: p.leakedHandles})
+          metrics.setLeaks({addresses: p.candidates + p.tooYoung + p.notWorkload + p.netnsHeld, handles: p.leakedHandles})
           // Said when the number changes, not every pass: these wait for an operator.
           if (p.notWorkload !== notWorkloadLogged) {
             notWorkloadLogged = p.notWorkload

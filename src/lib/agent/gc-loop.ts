@@ -8,7 +8,7 @@
 // here (that needs `ipam gc --node` on the node itself): an address a workload endpoint lists is never a
 // candidate.
 import type {Ctx} from '../ipam/context.js'
-import {type GcCandidate, type GcPlan, type GcResult, planGc, runGc} from '../ipam/gc.js'
+import {type GcCandidate, type GcPlan, type GcResult, type NetnsJudge, planGc, runGc} from '../ipam/gc.js'
 
 export interface GcPass {
   /** Leaked addresses past the grace period, and younger ones. */
@@ -16,6 +16,8 @@ export interface GcPass {
   tooYoung: number
   /** Leaked, but not workload allocations: never released by GC (left for `ipam release`). */
   notWorkload: number
+  /** Non-Kubernetes workload allocations whose network namespace exists here, or that belong to another node. */
+  netnsHeld: number
   leakedHandles: number
   /** Seen for the first time (or changed since the last pass): released on the next pass if still leaked. */
   deferred: number
@@ -25,6 +27,8 @@ export interface GcPass {
 export interface GcLoopOptions {
   intervalMs: number
   graceMs: number
+  /** This agent's node: its non-Kubernetes attachments are judged by their network namespace (planGc). */
+  here?: NetnsJudge
   /** Runs the writes; the agent passes its queue so GC never races an allocation. */
   exclusive: <T>(fn: () => Promise<T>) => Promise<T>
   onPass?: (p: GcPass) => void
@@ -47,12 +51,14 @@ export class GcLoop {
 
   /** One pass: scan, then release what the previous pass saw leaked too. */
   async pass(): Promise<GcPass> {
-    const plan = await planGc(this.ctx, {graceMs: this.opts.graceMs})
+    const plan = await planGc(this.ctx, {graceMs: this.opts.graceMs, here: this.opts.here})
     // plan.ips holds workload allocations only (planGc's isWorkloadAllocation); plan.notWorkload is counted, never run.
     const confirmed: GcPlan = {
       ips: plan.ips.filter((c) => this.lastIps.get(c.ip) === identity(c)),
       tooYoung: [],
       notWorkload: [],
+      netnsAlive: [],
+      otherNode: [],
       handles: plan.handles.filter((h) => this.lastHandles.get(h.id) === h.revision),
       endpoints: [],
     }
@@ -62,6 +68,7 @@ export class GcLoop {
       candidates: plan.ips.length,
       tooYoung: plan.tooYoung.length,
       notWorkload: plan.notWorkload.length,
+      netnsHeld: plan.netnsAlive.length + plan.otherNode.length,
       leakedHandles: plan.handles.length,
       deferred: plan.ips.length - confirmed.ips.length + plan.handles.length - confirmed.handles.length,
     }

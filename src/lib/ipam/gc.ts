@@ -9,7 +9,7 @@ import {keys} from '../store/keys.js'
 import {listWorkloadEndpoints} from '../workload/endpoint.js'
 import {type CheckAllocation, checkIpam, type CheckOptions, type GoneEndpoint} from './check.js'
 import type {Ctx} from './context.js'
-import {isWorkloadAllocation} from './ownership.js'
+import {isWorkloadAllocation, workloadNetns} from './ownership.js'
 import {releaseIps} from './release.js'
 
 export interface GcCandidate {
@@ -26,6 +26,10 @@ export interface GcPlan {
   tooYoung: GcCandidate[]
   /** Leaked, but not workload allocations (whatever their age): reported, never released by GC. */
   notWorkload: GcCandidate[]
+  /** Non-Kubernetes workload allocations of this node whose network namespace still exists: in use, left alone. */
+  netnsAlive: GcCandidate[]
+  /** Non-Kubernetes workload allocations whose network namespace only their own node can check: left alone. */
+  otherNode: (GcCandidate & {node: string; netns: string})[]
   handles: {id: string; revision: bigint}[]
   /** Endpoint records of pods whose network namespace is gone (only with a liveness check): deleted by a run. */
   endpoints: GoneEndpoint[]
@@ -67,6 +71,12 @@ export function parseGoTime(text: string): Date | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d
 }
 
+/** The node gc runs on, and how to tell whether a network namespace path exists there. */
+export interface NetnsJudge {
+  node: string
+  exists: (path: string) => boolean
+}
+
 const candidate = (a: CheckAllocation): GcCandidate => ({
   ip: a.ip,
   handle: a.handle,
@@ -78,16 +88,29 @@ const candidate = (a: CheckAllocation): GcCandidate => ({
 /**
  * What gc would do: leaked workload allocations older than `graceMs` (by their `timestamp` attribute; an
  * allocation without a readable one counts as old) and leaked handles. Leaked allocations that are not a
- * workload's go to `notWorkload`, never to `ips`.
+ * workload's go to `notWorkload`, never to `ips`. A non-Kubernetes workload allocation (`workloadNetns`) is
+ * released only by gc on its own node (`here`) once its network namespace is gone.
  */
-export async function planGc(ctx: Ctx, opts: {graceMs: number} & Pick<CheckOptions, 'nodeNetnsExists' | 'onProgress'>): Promise<GcPlan> {
+export async function planGc(ctx: Ctx, opts: {graceMs: number; here?: NetnsJudge} & Pick<CheckOptions, 'nodeNetnsExists' | 'onProgress'>): Promise<GcPlan> {
   const r = await checkIpam(ctx, opts)
   const cutoff = ctx.clock.now().getTime() - opts.graceMs
-  const plan: GcPlan = {ips: [], tooYoung: [], notWorkload: [], handles: r.leakedHandles.map((h) => ({...h})), endpoints: r.goneEndpoints}
+  const plan: GcPlan = {ips: [], tooYoung: [], notWorkload: [], netnsAlive: [], otherNode: [], handles: r.leakedHandles.map((h) => ({...h})), endpoints: r.goneEndpoints}
   for (const a of r.leaked) {
     if (!isWorkloadAllocation(a.attrs, a.handle)) {
       plan.notWorkload.push(candidate(a))
       continue
+    }
+    const netns = workloadNetns(a.attrs)
+    if (netns !== undefined) {
+      const node = a.attrs.node ?? ''
+      if (opts.here === undefined || node !== opts.here.node) {
+        plan.otherNode.push({...candidate(a), node, netns})
+        continue
+      }
+      if (opts.here.exists(netns)) {
+        plan.netnsAlive.push(candidate(a))
+        continue
+      }
     }
     const at = a.creationTimestamp === undefined ? undefined : parseGoTime(a.creationTimestamp)
     if (at !== undefined && at.getTime() > cutoff) plan.tooYoung.push(candidate(a))

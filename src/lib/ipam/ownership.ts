@@ -37,3 +37,14 @@ export function isWorkloadAllocation(attrs: Readonly<Record<string, string>>, ha
   if (present(attrs.type) && TUNNEL_TYPES.has(attrs.type!)) return false
   return (present(attrs.namespace) && present(attrs.pod)) || present(attrs[NETNS_ATTRIBUTE])
 }
+
+/**
+ * The network namespace that identifies a non-Kubernetes workload allocation (`ipamctl.io/netns`), or undefined
+ * for a Kubernetes pod's (identified by `namespace`/`pod`) and anything else. Such an attachment may have been
+ * wired by another main plugin that writes no WorkloadEndpoint, so the lack of an endpoint does not make it
+ * leaked: it is alive as long as its network namespace exists, which only its own node can tell.
+ */
+export function workloadNetns(attrs: Readonly<Record<string, string>>): string | undefined {
+  if (present(attrs.namespace) && present(attrs.pod)) return undefined
+  return present(attrs[NETNS_ATTRIBUTE]) ? attrs[NETNS_ATTRIBUTE] : undefined
+}

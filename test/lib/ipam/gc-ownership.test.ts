@@ -20,7 +20,7 @@ after(() => sqlite.cleanup());
 const calicoNode = (name: string, spec: Record<string, unknown>) =>
   JSON.stringify({ kind: 'Node', apiVersion: 'projectcalico.org/v3', metadata: { name, uid: `uid-${name}`, creationTimestamp: '2026-01-02T03:04:05Z' }, spec });
 
-const assign = (ctx: Ctx, ip: string, handle: string, attrs: Record<string, string>) => assignIp(ctx, { ip, host: 'node-1', handle, attrs });
+const assign = (ctx: Ctx, ip: string, handle: string, attrs: Record<string, string>) => assignIp(ctx, { ip, host: attrs.node ?? 'node-1', handle, attrs });
 
 /** One of each kind of leak, none listed by a workload endpoint; returns what is expected of each. */
 async function populate(ctx: Ctx) {
@@ -54,6 +54,9 @@ async function populate(ctx: Ctx) {
 
 const sorted = (xs: string[]) => [...xs].sort();
 
+/** gc run on node-1, where no network namespace exists any more. */
+const gone = { node: 'node-1', exists: () => false };
+
 for (const [name, open] of [
   ['memory', openMemory],
   ['sqlite', sqlite.open],
@@ -75,7 +78,7 @@ for (const [name, open] of [
     it('gc releases the workload leaks only; the others are planned as not workload allocations and survive', async () => {
       const { ctx, clock } = await freshCtx({ open: open as StoreOpener });
       const want = await populate(ctx);
-      const plan = await planGc(ctx, { graceMs: 0 });
+      const plan = await planGc(ctx, { graceMs: 0, here: gone });
       assert.deepEqual(sorted(plan.ips.map((c) => c.ip)), sorted(want.workload));
       assert.deepEqual(sorted(plan.notWorkload.map((c) => c.ip)), sorted(want.notWorkload));
       assert.deepEqual(plan.tooYoung, []);
@@ -85,9 +88,35 @@ for (const [name, open] of [
       for (const ip of [...want.notWorkload, ...want.tunnels]) assert.equal((await ipStatus(ctx, ip)).state, 'assigned', ip);
       assert.ok(await ctx.store.get(keys.handle('gateway')), 'the manual handle stays');
       // A second gc finds the same non-workload leaks and still releases nothing.
-      const again = await planGc(ctx, { graceMs: 0 });
+      const again = await planGc(ctx, { graceMs: 0, here: gone });
       assert.deepEqual([again.ips, again.handles], [[], []]);
       assert.deepEqual(sorted(again.notWorkload.map((c) => c.ip)), sorted(want.notWorkload));
+      await assertInvariants(ctx.store, clock.now());
+    });
+  });
+
+  describe(`${name}: attachments outside Kubernetes are judged by their network namespace`, () => {
+    it('released only by gc on their own node once the netns is gone; alive or on another node they stay', async () => {
+      const { ctx, clock } = await freshCtx({ open: open as StoreOpener });
+      await createPools(ctx, [{ name: 'p4', cidr: '10.65.0.0/16' }]);
+      // As ipamctl-ipam writes them for a container wired by a main plugin that keeps no endpoint record.
+      const attach = (ip: string, cid: string, node: string) =>
+        assignIp(ctx, { ip, host: node, handle: `net.${cid}`, attrs: { node, [NETNS_ATTRIBUTE]: `/var/run/netns/${cid}` } });
+      await attach('10.65.0.40', 'alive', 'node-1');
+      await attach('10.65.0.41', 'dead', 'node-1');
+      await attach('10.65.0.42', 'far', 'node-2');
+      const here = { node: 'node-1', exists: (p: string) => p === '/var/run/netns/alive' };
+      const plan = await planGc(ctx, { graceMs: 0, here });
+      assert.deepEqual(plan.ips.map((c) => c.ip), ['10.65.0.41']);
+      assert.deepEqual(plan.netnsAlive.map((c) => c.ip), ['10.65.0.40']);
+      assert.deepEqual(plan.otherNode.map((c) => [c.ip, c.node, c.netns]), [['10.65.0.42', 'node-2', '/var/run/netns/far']]);
+      // Without knowing where it runs, gc can judge none of them.
+      const blind = await planGc(ctx, { graceMs: 0 });
+      assert.deepEqual([blind.ips, blind.netnsAlive], [[], []]);
+      assert.equal(blind.otherNode.length, 3);
+      const r = await runGc(ctx, plan);
+      assert.deepEqual(r.released, ['10.65.0.41']);
+      for (const ip of ['10.65.0.40', '10.65.0.42']) assert.equal((await ipStatus(ctx, ip)).state, 'assigned', ip);
       await assertInvariants(ctx.store, clock.now());
     });
   });
