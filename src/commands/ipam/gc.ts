@@ -11,7 +11,7 @@ export default class IpamGc extends BaseCommand {
   static override summary = 'Release leaked addresses older than a grace period and delete leaked handles.'
   static override description = [
     'Leaked means what ipam check reports: allocated, not cooling down, and no workload endpoint or Node record (tunnel address) uses it. An allocation is old enough when its timestamp attribute is older than --grace; one without a timestamp counts as old. The grace period covers a CNI ADD that has allocated but not yet written its endpoint.',
-    'Only workload allocations are released: a CNI handle <network>.<containerID> with namespace and pod attributes or an ipamctl.io/netns attribute, as the CNI plugins write them, and not a tunnel type. One with ipamctl.io/netns (outside Kubernetes) only when its node is --node and that network namespace is gone. Any other leak (ipam assign, a tunnel address, another tool\'s allocation) is listed as "leaked, not released: not a workload allocation" and left for ipam release.',
+    'Only workload allocations are released: a CNI handle <network>.<containerID> with namespace and pod attributes or an ipamctl.io/netns attribute, as the CNI plugins write them, and not a tunnel type. One whose network namespace the plugins recorded (ipamctl.io/netns) only when its node is --node and that namespace is gone. Any other leak (ipam assign, a tunnel address, another tool\'s allocation) is listed as "leaked, not released: not a workload allocation" and left for ipam release.',
     'Safe on a live cluster: each address is released only if its handle and sequence number are still those seen by the scan and no endpoint claims it meanwhile, and each handle is deleted only if unchanged since the scan; anything else is skipped and reported.',
     'Asks for confirmation on a terminal; pass --yes in scripts (without a terminal and without --yes it refuses, exit 2). --dry-run prints the same plan, line for line, and changes nothing.',
   ].join('\n\n')
@@ -78,7 +78,7 @@ function planLines(plan: GcPlan, dry: boolean, grace: string): string[] {
   if (plan.tooYoung.length > 0) lines.push(`Leaving ${plan.tooYoung.length} leaked addresses younger than ${grace}: ${plan.tooYoung.map((c) => c.ip).join(', ')}`)
   if (plan.netnsAlive.length > 0) lines.push(`Leaving ${plan.netnsAlive.length} addresses whose network namespace still exists on this node: ${plan.netnsAlive.map((c) => c.ip).join(', ')}`)
   if (plan.otherNode.length > 0) {
-    lines.push(`Leaked, not released: an attachment of another node, whose network namespace only that node can check (run ipam gc there): ${plan.otherNode.length} addresses`)
+    lines.push(`Leaked, not released: an attachment of another node, whose network namespace only that node can check (run ipam gc there, or node remove NODE --release-addresses for a node gone for good): ${plan.otherNode.length} addresses`)
     for (const c of plan.otherNode) lines.push(`  ${c.ip} (node ${c.node || '<none>'}, netns ${c.netns}, handle ${c.handle ?? '<none>'})`)
   }
   // One header and one short line each: readable with thousands of manual assignments.

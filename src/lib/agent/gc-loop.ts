@@ -16,7 +16,7 @@ export interface GcPass {
   tooYoung: number
   /** Leaked, but not workload allocations: never released by GC (left for `ipam release`). */
   notWorkload: number
-  /** Non-Kubernetes workload allocations whose network namespace exists here, or that belong to another node. */
+  /** Workload allocations whose recorded network namespace exists here, or that belong to another node. */
   netnsHeld: number
   leakedHandles: number
   /** Seen for the first time (or changed since the last pass): released on the next pass if still leaked. */
@@ -27,7 +27,7 @@ export interface GcPass {
 export interface GcLoopOptions {
   intervalMs: number
   graceMs: number
-  /** This agent's node: its non-Kubernetes attachments are judged by their network namespace (planGc). */
+  /** This agent's node: its attachments with a recorded network namespace are judged by it (planGc). */
   here?: NetnsJudge
   /** Runs the writes; the agent passes its queue so GC never races an allocation. */
   exclusive: <T>(fn: () => Promise<T>) => Promise<T>

@@ -384,7 +384,7 @@ export interface WorkloadIds {
   endpoint: string
   /** '' unless k8s. */
   pod: string
-  /** CNI_NETNS: recorded on a non-Kubernetes allocation, so GC can tell it is a workload's (docs/gc-ownership.md). */
+  /** CNI_NETNS: recorded on the allocation, so GC can tell it is a workload's and whether it is alive (docs/gc-ownership.md). */
   netns: string
   /** The pod's namespace for k8s; "default" (or CNI_TEST_NAMESPACE) otherwise. */
   namespace: string
@@ -425,8 +425,7 @@ export function allocationAttrs(ids: WorkloadIds, now: Date): Record<string, str
   if (ids.pod !== '') {
     attrs.pod = ids.pod
     attrs.namespace = ids.namespace
-  } else if (ids.netns !== '') {
-    attrs[NETNS_ANNOTATION] = ids.netns
   }
+  if (ids.netns !== '') attrs[NETNS_ANNOTATION] = ids.netns
   return attrs
 }

@@ -26,9 +26,9 @@ export interface GcPlan {
   tooYoung: GcCandidate[]
   /** Leaked, but not workload allocations (whatever their age): reported, never released by GC. */
   notWorkload: GcCandidate[]
-  /** Non-Kubernetes workload allocations of this node whose network namespace still exists: in use, left alone. */
+  /** Workload allocations of this node whose recorded network namespace still exists: in use, left alone. */
   netnsAlive: GcCandidate[]
-  /** Non-Kubernetes workload allocations whose network namespace only their own node can check: left alone. */
+  /** Workload allocations whose recorded network namespace only their own node can check: left alone. */
   otherNode: (GcCandidate & {node: string; netns: string})[]
   handles: {id: string; revision: bigint}[]
   /** Endpoint records of pods whose network namespace is gone (only with a liveness check): deleted by a run. */
@@ -88,8 +88,8 @@ const candidate = (a: CheckAllocation): GcCandidate => ({
 /**
  * What gc would do: leaked workload allocations older than `graceMs` (by their `timestamp` attribute; an
  * allocation without a readable one counts as old) and leaked handles. Leaked allocations that are not a
- * workload's go to `notWorkload`, never to `ips`. A non-Kubernetes workload allocation (`workloadNetns`) is
- * released only by gc on its own node (`here`) once its network namespace is gone.
+ * workload's go to `notWorkload`, never to `ips`. A workload allocation with a recorded network namespace
+ * (`workloadNetns`) is released only by gc on its own node (`here`) once that namespace is gone.
  */
 export async function planGc(ctx: Ctx, opts: {graceMs: number; here?: NetnsJudge} & Pick<CheckOptions, 'nodeNetnsExists' | 'onProgress'>): Promise<GcPlan> {
   const r = await checkIpam(ctx, opts)

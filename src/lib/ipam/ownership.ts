@@ -39,12 +39,11 @@ export function isWorkloadAllocation(attrs: Readonly<Record<string, string>>, ha
 }
 
 /**
- * The network namespace that identifies a non-Kubernetes workload allocation (`ipamctl.io/netns`), or undefined
- * for a Kubernetes pod's (identified by `namespace`/`pod`) and anything else. Such an attachment may have been
- * wired by another main plugin that writes no WorkloadEndpoint, so the lack of an endpoint does not make it
- * leaked: it is alive as long as its network namespace exists, which only its own node can tell.
+ * The network namespace the CNI plugins recorded for a workload allocation (`ipamctl.io/netns`), if any. The
+ * attachment may have been wired by another main plugin that writes no WorkloadEndpoint, so the lack of an
+ * endpoint does not make it leaked: it is alive as long as its network namespace exists, which only its own node
+ * can tell. Allocations without it (written by Calico or an older ipamctl) are judged by their endpoint alone.
  */
 export function workloadNetns(attrs: Readonly<Record<string, string>>): string | undefined {
-  if (present(attrs.namespace) && present(attrs.pod)) return undefined
   return present(attrs[NETNS_ATTRIBUTE]) ? attrs[NETNS_ATTRIBUTE] : undefined
 }

@@ -99,7 +99,7 @@ describe('ADD', () => {
     const r = okJson(await add('c1', conf(), { CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=web-0;K8S_POD_INFRA_CONTAINER_ID=c1' }));
     const st = await ipStatus(ctx, r.ips[0]!.address.split('/')[0]!);
     assert.equal(st.state, 'assigned');
-    if (st.state === 'assigned') assert.deepEqual(st.owner.attrs, { node: 'node-1', timestamp: '2026-01-02 03:04:05.25 +0000 UTC', pod: 'web-0', namespace: 'prod' });
+    if (st.state === 'assigned') assert.deepEqual(st.owner.attrs, { node: 'node-1', timestamp: '2026-01-02 03:04:05.25 +0000 UTC', pod: 'web-0', namespace: 'prod', 'ipamctl.io/netns': '/var/run/netns/x' });
   });
 
   it('gives a second container a different address', async () => {

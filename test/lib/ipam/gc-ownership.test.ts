@@ -95,7 +95,7 @@ for (const [name, open] of [
     });
   });
 
-  describe(`${name}: attachments outside Kubernetes are judged by their network namespace`, () => {
+  describe(`${name}: attachments with a recorded network namespace are judged by it`, () => {
     it('released only by gc on their own node once the netns is gone; alive or on another node they stay', async () => {
       const { ctx, clock } = await freshCtx({ open: open as StoreOpener });
       await createPools(ctx, [{ name: 'p4', cidr: '10.65.0.0/16' }]);
@@ -105,18 +105,20 @@ for (const [name, open] of [
       await attach('10.65.0.40', 'alive', 'node-1');
       await attach('10.65.0.41', 'dead', 'node-1');
       await attach('10.65.0.42', 'far', 'node-2');
-      const here = { node: 'node-1', exists: (p: string) => p === '/var/run/netns/alive' };
+      // A Kubernetes pod's, from ipamctl-ipam under another main plugin: no endpoint record either.
+      await assignIp(ctx, { ip: '10.65.0.43', host: 'node-1', handle: 'net.pod', attrs: { node: 'node-1', namespace: 'default', pod: 'web-0', [NETNS_ATTRIBUTE]: '/var/run/netns/pod' } });
+      const here = { node: 'node-1', exists: (p: string) => p === '/var/run/netns/alive' || p === '/var/run/netns/pod' };
       const plan = await planGc(ctx, { graceMs: 0, here });
       assert.deepEqual(plan.ips.map((c) => c.ip), ['10.65.0.41']);
-      assert.deepEqual(plan.netnsAlive.map((c) => c.ip), ['10.65.0.40']);
+      assert.deepEqual(plan.netnsAlive.map((c) => c.ip), ['10.65.0.40', '10.65.0.43']);
       assert.deepEqual(plan.otherNode.map((c) => [c.ip, c.node, c.netns]), [['10.65.0.42', 'node-2', '/var/run/netns/far']]);
       // Without knowing where it runs, gc can judge none of them.
       const blind = await planGc(ctx, { graceMs: 0 });
       assert.deepEqual([blind.ips, blind.netnsAlive], [[], []]);
-      assert.equal(blind.otherNode.length, 3);
+      assert.equal(blind.otherNode.length, 4);
       const r = await runGc(ctx, plan);
       assert.deepEqual(r.released, ['10.65.0.41']);
-      for (const ip of ['10.65.0.40', '10.65.0.42']) assert.equal((await ipStatus(ctx, ip)).state, 'assigned', ip);
+      for (const ip of ['10.65.0.40', '10.65.0.42', '10.65.0.43']) assert.equal((await ipStatus(ctx, ip)).state, 'assigned', ip);
       await assertInvariants(ctx.store, clock.now());
     });
   });
