@@ -24,7 +24,7 @@ export function findPlugin(type: string, cniPath: string): string {
 const ENV_NAMES = ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS', 'CNI_PATH'] as const
 
 /** Run the delegate; its stdout is its result (or its CNI error, which we rethrow as is). */
-export async function execDelegate(a: CmdArgs, type: string, command: 'ADD' | 'DEL' | 'CHECK'): Promise<CniResult | undefined> {
+export async function execDelegate(a: CmdArgs, type: string, command: 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC'): Promise<CniResult | undefined> {
   const file = findPlugin(type, a.path)
   const env: NodeJS.ProcessEnv = {...process.env, CNI_COMMAND: command}
   for (const k of ENV_NAMES) env[k] = a.getenv(k) ?? ''

@@ -224,21 +224,30 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       })
     },
 
-    status: ipamPlugin(deps).status,
+    // STATUS (spec 1.1): the datastore (the endpoint records live there whatever the IPAM), and a delegated IPAM's
+    // own STATUS, whose failure is the plugin's.
+    async status(a) {
+      await ipamPlugin(deps).status!(a)
+      const conf = parseNetConf(a.config)
+      if (!ownIpam(conf.ipam.type, invokedAs)) await execDelegate(a, conf.ipam.type, 'STATUS')
+    },
 
-    // GC (spec 1.1): IPAM releases the handles of attachments not listed (ipamGc); then each such attachment's
-    // WorkloadEndpoint record on this node goes too, with its host veth if that is still marked as the
-    // attachment's (a link of another attachment or an unmarked one stays). Errors do not stop the sweep.
+    // GC (spec 1.1): IPAM releases the attachments not listed (ipamctl's own: ipamGc; any other IPAM gets the GC
+    // forwarded, as the spec requires of a delegating plugin); then each such attachment's WorkloadEndpoint record
+    // on this node goes too, with its host veth if that is still marked as the attachment's (a link of another
+    // attachment or an unmarked one stays). Errors do not stop the sweep.
     async gc(a) {
       const conf = parseNetConf(a.config)
       const valid = new Set(validAttachments(conf.raw).map((x) => x.containerID))
       const node = determineNodename(conf, deps)
+      const own = ownIpam(conf.ipam.type, invokedAs)
+      const failures: string[] = []
+      // A delegated IPAM is collected whatever ipamctl's datastore holds (even when it does not exist).
+      if (!own) await execDelegate(a, conf.ipam.type, 'GC').catch((err: unknown) => failures.push(toCniError(err).msg))
       await withStore(a, conf, 'update', async (ctx, store) => {
-        const failures: string[] = []
         let released: string[] = []
         try {
-          // As before records were collected too: ipamctl's handles of this network, whatever the IPAM type.
-          released = await ipamGcFor(ctx, a, conf, deps)
+          if (own) released = await ipamGcFor(ctx, a, conf, deps)
         } catch (err) {
           failures.push(toCniError(err).msg)
         }
@@ -264,8 +273,8 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
             failures.push(`${what}: ${toCniError(err).msg}`)
           }
         }
-        if (failures.length > 0) throw new CniError(CNI_ERR.internal, `GC failed for ${failures.length} item(s)`, failures.join('; '))
       })
+      if (failures.length > 0) throw new CniError(CNI_ERR.internal, `GC failed for ${failures.length} item(s)`, failures.join('; '))
     },
   }
 }
