@@ -65,7 +65,7 @@ describe('ipam check / ipam gc: a leak left by an ADD killed before the endpoint
     assert.equal(sb.dump(), before, 'check is read-only');
     const lines = out.split('\n');
     assert.equal(lines[0], 'Checking IPAM for inconsistencies...');
-    assert.ok(lines.includes(`  ${ip} leaked; attrs Main:${handle} Extra:namespace=default,node=node-1,pod=web-0,timestamp=${lines.find((l) => l.includes('timestamp='))!.split('timestamp=')[1]}`), out);
+    assert.ok(lines.includes(`  ${ip} leaked; attrs Main:${handle} Extra:ipamctl.io/netns=/var/run/netns/leaky,namespace=default,node=node-1,pod=web-0,timestamp=${lines.find((l) => l.includes('timestamp='))!.split('timestamp=')[1]}`), out);
     assert.ok(lines.includes('Found 1 IPAM blocks.'), out);
     assert.ok(lines.includes('Found 1 IPs that are allocated in IPAM but not actually in use.'), out);
     assert.ok(lines.includes('Found 0 handles with no matching IPs (and 1 handles with matches).'), out);
@@ -83,19 +83,27 @@ describe('ipam check / ipam gc: a leak left by an ADD killed before the endpoint
     await assertRejected(sb, ['ipam', 'gc', '--grace', '0s'], 2, /pass --yes/);
   });
 
+  it('from another host the leak is listed, not released: only node-1 can see that its network namespace is gone', async () => {
+    const before = sb.dump();
+    const out = await sb.ok('ipam', 'gc', '--node', 'elsewhere', '--grace', '0s', '--yes');
+    assert.ok(out.includes(`  ${ip} (node node-1, netns /var/run/netns/leaky, handle ${handle})`), out);
+    assert.match(out, /Nothing to clean up\./);
+    assert.equal(sb.dump(), before);
+  });
+
   it('--dry-run says what it would do and changes nothing; the default grace keeps a fresh leak', async () => {
     const before = sb.dump();
-    const dry = await sb.ok('ipam', 'gc', '--grace', '0s', '--dry-run');
+    const dry = await sb.ok('ipam', 'gc', '--node', 'node-1', '--grace', '0s', '--dry-run');
     assert.match(dry, new RegExp(`^Would release ${ip.replace(/\./g, '\\.')} \\(handle ${handle}, allocated `, 'm'));
     assert.match(dry, /nothing was changed/);
-    const young = await sb.ok('ipam', 'gc', '--yes');
+    const young = await sb.ok('ipam', 'gc', '--node', 'node-1', '--yes');
     assert.match(young, /Leaving 1 leaked addresses younger than 10m/);
     assert.match(young, /Nothing to clean up\./);
     assert.equal(sb.dump(), before);
   });
 
-  it('ipam gc --grace 0s --yes releases it, and a second ipam check finds 0 problems', async () => {
-    const out = await sb.ok('ipam', 'gc', '--grace', '0s', '--yes');
+  it('ipam gc on node-1 (--node node-1) --grace 0s --yes releases it, and a second ipam check finds 0 problems', async () => {
+    const out = await sb.ok('ipam', 'gc', '--node', 'node-1', '--grace', '0s', '--yes');
     assert.match(out, /Released 1 addresses; deleted 0 handles\./);
     const check = await sb.ok('ipam', 'check');
     assert.match(check, /Found 0 IPs that are allocated in IPAM but not actually in use\./);

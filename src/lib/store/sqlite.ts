@@ -11,7 +11,6 @@ import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, Wri
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
-
 type Row = {key: string; value: string; mod_revision: bigint}
 
 /** How an embedded store is named in messages, whether or not it exists yet. */
@@ -173,8 +172,9 @@ const SCHEMA = `
 
 /**
  * Build a new store file privately and publish it with link(2), which fails if another process got there
- * first (then it returns false: another process created the store). Several processes opening a brand-new file at once would otherwise all race to switch it to WAL
- * (which needs an exclusive lock) and stall each other for seconds in SQLite's busy handler.
+ * first (then it returns false: another process created the store). Several processes opening a brand-new file
+ * at once would otherwise all race to switch it to WAL (which needs an exclusive lock) and stall each other for
+ * seconds in SQLite's busy handler.
  */
 function createDatabase(file: string): boolean {
   const tmp = `${file}.new-${process.pid}-${Date.now()}`
