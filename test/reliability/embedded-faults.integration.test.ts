@@ -11,37 +11,15 @@ import {after, before, describe, test} from 'node:test';
 import Database from 'better-sqlite3';
 import {assertCleanError, dumpStore, ensureBuilt, lines, ROOT, runCli} from '../commands/helpers.ts';
 import {runProcess} from '../support/process.ts';
+import {mountTestTmpfs} from '../support/tmpfs.ts';
 
 const TIMEOUT_S = 1;
 const SLACK_MS = 6000;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-faults-'));
-const mnt = path.join(dir, 'mnt');
-let mounted = false;
-
-function canMount(): string | false {
-  if (process.getuid?.() !== 0) return 'needs root (mounts a tmpfs)';
-  try {
-    fs.mkdirSync(mnt);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0755', 'ipamctl-test', mnt], {stdio: 'pipe'});
-    mounted = true;
-    return false;
-  } catch (err) {
-    return `cannot mount a tmpfs here: ${(err as Error).message.split('\n')[0]}`;
-  }
-}
-const skip = canMount();
-
-after(() => {
-  if (mounted) {
-    try {
-      execFileSync('umount', [mnt], {stdio: 'pipe'});
-    } catch {
-      execFileSync('umount', ['-l', mnt], {stdio: 'pipe'});
-    }
-  }
-  fs.rmSync(dir, {recursive: true, force: true});
-});
+const fsys = mountTestTmpfs(dir, {size: '1m', source: 'ipamctl-test'});
+const {mnt, skip} = fsys;
+after(() => fsys.cleanup());
 before(() => ensureBuilt());
 
 function integrity(db: string): string {

@@ -13,36 +13,14 @@ import {after, before, describe, test} from 'node:test';
 import Database from 'better-sqlite3';
 import {assertCleanError, ensureBuilt, ROOT, runCli, type RunResult} from '../commands/helpers.ts';
 import {runProcess} from '../support/process.ts';
+import {mountTestTmpfs} from '../support/tmpfs.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-rostore-'));
 fs.chmodSync(dir, 0o755);
-const mnt = path.join(dir, 'mnt');
-let mounted = false;
-
-function canMount(): string | false {
-  if (process.getuid?.() !== 0) return 'needs root (mounts a tmpfs)';
-  try {
-    fs.mkdirSync(mnt);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0755', 'ipamctl-rostore', mnt], {stdio: 'pipe'});
-    mounted = true;
-    return false;
-  } catch (err) {
-    return `cannot mount a tmpfs here: ${(err as Error).message.split('\n')[0]}`;
-  }
-}
-const skip = canMount();
+const fsys = mountTestTmpfs(dir, {size: '16m', source: 'ipamctl-rostore'});
+const {mnt, skip} = fsys;
 const hasSetpriv = spawnSync('setpriv', ['--version']).status === 0;
-
-after(() => {
-  if (mounted) {
-    try {
-      execFileSync('umount', [mnt], {stdio: 'pipe'});
-    } catch {
-      execFileSync('umount', ['-l', mnt], {stdio: 'pipe'});
-    }
-  }
-  fs.rmSync(dir, {recursive: true, force: true});
-});
+after(() => fsys.cleanup());
 before(() => ensureBuilt());
 
 async function ok(db: string, ...args: string[]): Promise<string> {
@@ -148,7 +126,7 @@ describe('a store SQLite may not write to', {skip}, () => {
     execFileSync('mount', ['-o', 'remount,ro', mnt]);
   });
   after(() => {
-    if (mounted) execFileSync('mount', ['-o', 'remount,rw', mnt]);
+    if (!skip) execFileSync('mount', ['-o', 'remount,rw', mnt]);
   });
 
   test('read-only mount, a store copied without -wal/-shm: every read command answers as on the original', async () => {
