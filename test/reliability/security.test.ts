@@ -120,11 +120,27 @@ describe('the ipam check report is never readable by others', () => {
     assert.equal(mode(fresh).toString(8), '600');
     assert.match(fs.readFileSync(fresh, 'utf8'), /secret-owner/);
     const old = path.join(sb.dir, 'old-report.json');
-    fs.writeFileSync(old, 'old');
+    fs.writeFileSync(old, '{\n  "version": "v0.0.1",\n  "clusterGUID": "",\n  "allocations": {}\n}\n');
     fs.chmodSync(old, 0o666);
     await sb.ok('ipam', 'check', '-o', old);
     assert.equal(mode(old).toString(8), '600');
     assert.match(fs.readFileSync(old, 'utf8'), /secret-owner/);
+  });
+
+  test('-o never overwrites a file that is not a report (the datastore, say): exit 2, the file byte-identical', async () => {
+    const sb = sandbox();
+    await sb.ok('pool', 'create', 'p', '--cidr', '10.6.0.0/16');
+    await sb.ok('ipam', 'assign', '--host', 'h', '--handle', 'keep-me');
+    const before = fs.readFileSync(sb.db);
+    const r = await sb.run('ipam', 'check', '-o', sb.db);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, `Error: ${sb.db} exists and is not an ipam check report; refusing to overwrite it (remove it or choose another path)\n`);
+    assert.ok(fs.readFileSync(sb.db).equals(before), 'the datastore file is untouched');
+    assert.match(await sb.ok('ipam', 'show', '--ip', '10.6.0.0'), /keep-me|assigned|handle/);
+    const notes = path.join(sb.dir, 'notes.txt');
+    fs.writeFileSync(notes, 'operator notes');
+    assert.equal((await sb.run('ipam', 'check', '-o', notes)).status, 2);
+    assert.equal(fs.readFileSync(notes, 'utf8'), 'operator notes');
   });
 });
 

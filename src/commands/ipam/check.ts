@@ -19,7 +19,7 @@ export default class IpamCheck extends BaseCommand {
     '<%= config.bin %> <%= command.id %> -o report.json',
   ]
   static override flags = {
-    output: Flags.string({char: 'o', summary: 'Write a JSON report to this file (mode 0600).'}),
+    output: Flags.string({char: 'o', summary: 'Write a JSON report to this file (mode 0600); an existing file is replaced only if it is an earlier report.'}),
     'show-problem-ips': Flags.boolean({summary: 'List each problem address and handle.'}),
     'show-all-ips': Flags.boolean({summary: 'List every address and handle (implies --show-problem-ips).'}),
     node: Flags.string({

@@ -513,6 +513,7 @@ export interface ReportFile {
  * scan so that a bad path fails first, as bad input, without output.
  */
 export function openReport(file: string): ReportFile {
+  refuseToOverwrite(file)
   let fd: number
   try {
     fd = fs.openSync(file, 'w', 0o600)
@@ -529,6 +530,33 @@ export function openReport(file: string): ReportFile {
         fs.closeSync(fd)
       }
     },
+  }
+}
+
+/** How every report starts (reportJson writes Go's field order): enough to recognise an earlier one. */
+const REPORT_HEAD = /^\{\s*"version"\s*:\s*"[^"]*"\s*,\s*"clusterGUID"\s*:/
+
+/**
+ * `-o` may replace an earlier report, but not any other file: a slip such as `-o /var/lib/ipamctl/ipam.db` would
+ * otherwise truncate the datastore itself. Empty files and non-regular files (`/dev/stdout`, a pipe) are fine.
+ */
+function refuseToOverwrite(file: string): void {
+  let fd: number
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK)
+  } catch {
+    return // absent (created below) or unreadable (the open for writing reports it)
+  }
+  try {
+    const st = fs.fstatSync(fd)
+    if (!st.isFile() || st.size === 0) return
+    const head = Buffer.alloc(256)
+    const n = fs.readSync(fd, head, 0, head.length, 0)
+    if (!REPORT_HEAD.test(head.subarray(0, n).toString('utf8'))) {
+      throw new ValidationError(`${file} exists and is not an ipam check report; refusing to overwrite it (remove it or choose another path)`)
+    }
+  } finally {
+    fs.closeSync(fd)
   }
 }
 

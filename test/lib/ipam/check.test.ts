@@ -198,10 +198,15 @@ for (const [name, open] of [
       assert.equal(json.allocations[live][0].inUse, true);
       assert.ok(text.startsWith('{\n  "version"'), '2-space indentation');
       const file = path.join(tmp, `report-${name}.json`);
-      fs.writeFileSync(file, 'old', { mode: 0o644 });
+      // An earlier report (0644) is replaced and tightened; any other file is refused.
+      fs.writeFileSync(file, '{\n  "version": "0.0.1",\n  "clusterGUID": "",\n  "allocations": {}\n}\n', { mode: 0o644 });
       writeReport(file, rep);
       assert.equal(fs.statSync(file).mode & 0o777, 0o600);
       assert.equal(fs.readFileSync(file, 'utf8'), text);
+      const other = path.join(tmp, `notes-${name}.txt`);
+      fs.writeFileSync(other, 'old');
+      assert.throws(() => writeReport(other, rep), /exists and is not an ipam check report; refusing to overwrite it/);
+      assert.equal(fs.readFileSync(other, 'utf8'), 'old');
       // No leaked handles → the key is left out.
       const clean = await setup(open);
       assert.equal('leakedHandles' in JSON.parse(reportJson(buildReport(await checkIpam(clean.ctx)))), false);
