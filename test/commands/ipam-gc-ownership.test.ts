@@ -17,7 +17,7 @@ const GONE_WEP = 'node-1-k8s-gone--0-eth0';
 
 const steps = [
   ['pool', 'create', 'p4', '--cidr', '10.65.0.0/16'],
-  // The manual assignment.
+  // An operator's manual assignment (a gateway address).
   ['ipam', 'assign', '--host', 'node-1', '--ip', '10.65.0.10', '--handle', 'gateway'],
 ] as const;
 
