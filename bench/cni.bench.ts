@@ -20,6 +20,7 @@ import {makeCtx} from '../src/lib/ipam/context.ts'
 import {createPools} from '../src/lib/ipam/pool-admin.ts'
 import {SqliteStore} from '../src/lib/store/sqlite.ts'
 import type {Store} from '../src/lib/store/store.ts'
+import {benchCommit} from './support.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')
@@ -363,7 +364,7 @@ const nodeMedian = median(rows.find((r) => r.label === '`node -e 0`')!.ms)
 out.push(`${SECTION} (${new Date().toISOString().slice(0, 10)})\n`)
 out.push(
   `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. ` +
-    `Date: ${new Date().toISOString().slice(0, 10)}. containernetworking-plugins ${debVersion}${etcd ? `, ${etcd.version}` : ''}. ` +
+    `Date: ${new Date().toISOString().slice(0, 10)}. Commit: ${benchCommit(ROOT)}. containernetworking-plugins ${debVersion}${etcd ? `, ${etcd.version}` : ''}. ` +
     `${RUNS} runs per row, interleaved; load average (1/5/15 min) ${loadBefore} before, ${loadAfter} after.\n`,
 )
 out.push(

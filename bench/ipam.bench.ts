@@ -3,7 +3,7 @@
 // Prints Markdown; with --write it also replaces everything above the CNI section of BENCHMARKS.md.
 //
 // Environment: BENCH_QUICK=1 runs every measurement with fewer repetitions (to try the suite out).
-import {execFileSync, spawn, type ChildProcessWithoutNullStreams} from 'node:child_process'
+import {spawn, type ChildProcessWithoutNullStreams} from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -18,7 +18,7 @@ import {EtcdStore} from '../src/lib/store/etcd.ts'
 import {SqliteStore} from '../src/lib/store/sqlite.ts'
 import {haveEtcd, startEtcd} from '../test/support/etcd-server.ts'
 import {runProcess} from '../test/support/process.ts'
-import {type CallCounts, CountedStore, median, percentile, SEED_POOL, seedFullCluster, seedHosts, timeMs, totalCalls} from './support.ts'
+import {benchCommit, type CallCounts, CountedStore, median, percentile, SEED_POOL, seedFullCluster, seedHosts, timeMs, totalCalls} from './support.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const QUICK = process.env.BENCH_QUICK === '1'
@@ -301,13 +301,7 @@ const ratio4 = (r: Results) => median(r.procs.alloc) / median(r.procs.cas)
 const claimRatio = (r: Results) => r.claims[5000].p50 / r.claims[1].p50
 const worst = (runs: CliRun[]) => ({ms: median(runs.map((r) => r.ms)), rssMb: Math.max(...runs.map((r) => r.rssMb))})
 
-let commit = 'unknown'
-try {
-  commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {cwd: ROOT, encoding: 'utf8'}).trim()
-  if (execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {cwd: ROOT, encoding: 'utf8'}).trim()) commit += ' (with uncommitted changes)'
-} catch {
-  // not a git checkout
-}
+const commit = benchCommit(ROOT)
 const cpus = os.cpus()
 const L: string[] = []
 const p = (s = '') => L.push(s)

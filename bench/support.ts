@@ -1,5 +1,6 @@
 // Shared pieces of the benchmarks: the Store wrapper that counts datastore calls, bulk seeding written directly
 // as Calico-format keys (the way a long-running cluster would have them), and small statistics helpers.
+import {execFileSync} from 'node:child_process'
 import {encodeBlock, newBlock, type Attribute} from '../src/lib/ipam/block.ts'
 import {blockWalk} from '../src/lib/ipam/blockgen.ts'
 import {makeCtx} from '../src/lib/ipam/context.ts'
@@ -128,4 +129,15 @@ export async function timeMs<T>(fn: () => Promise<T>): Promise<{ms: number; valu
   const t = process.hrtime.bigint()
   const value = await fn()
   return {ms: Number(process.hrtime.bigint() - t) / 1e6, value}
+}
+
+/** The commit a benchmark measured, as BENCHMARKS.md records it. */
+export function benchCommit(root: string): string {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {cwd: root, encoding: 'utf8'}).trim()
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {cwd: root, encoding: 'utf8'}).trim()
+    return dirty ? `${commit} (with uncommitted changes)` : commit
+  } catch {
+    return 'unknown (not a git checkout)'
+  }
 }
