@@ -1,4 +1,4 @@
-// Human layouts of the read commands, following calicoctl's tables (reference §4).
+// Human layouts of the read commands, following calicoctl's tables (docs/calico.md#calicoctl-tables).
 import type {Borrowed, PoolUsage, StoredBlock} from '../lib/ipam/query.js'
 import {ORPHANED} from '../lib/ipam/query.js'
 import type {Pool} from '../lib/ipam/pool.js'

@@ -1,6 +1,6 @@
 // Entry of the `ipamctl-ipam` plugin process. Deliberately small: it must not pull in oclif, chalk,
 // inquirer or cli-table3, and etcd3 only arrives through openStore's lazy import when the netconf selects
-// etcdv3 — a plugin is exec'd once per pod operation, so start-up time is latency (stack-and-style.md).
+// etcdv3 — a plugin is exec'd once per pod operation, so start-up time is latency (docs/design.md#start-up-cost).
 // The bins run these entries bundled (scripts/bundle-cni.mjs); BENCHMARKS.md has the numbers.
 import fs from 'node:fs'
 import {packageVersion} from '../package-root.js'

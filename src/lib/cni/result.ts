@@ -71,7 +71,8 @@ export function hostCidr(address: string): string {
 
 /**
  * calico-ipam's result for auto-assigned addresses: each address with its block's prefix length
- * (`10.65.79.5/26`), and one route per address whose dst is that same string (reference §5.4).
+ * (`10.65.79.5/26`), and one route per address whose dst is that same string
+ * (docs/calico.md#ipam-plugin-result).
  */
 export function ipamResult(ips: readonly AssignedIp[]): CniResult {
   return {

@@ -15,7 +15,7 @@ export const CNI_ENV_VARS = ['CNI_COMMAND', 'CNI_CONTAINERID', 'CNI_NETNS', 'CNI
 export type CniEnvVar = (typeof CNI_ENV_VARS)[number]
 
 /**
- * Required variables per command (cni-conformance.md §2). CNI_PATH is only required for GC: an IPAM plugin
+ * Required variables per command (docs/cni.md#required-environment-variables). CNI_PATH is only required for GC: an IPAM plugin
  * needs no search path, and a main plugin that execs its IPAM plugin can require it via `requiredEnv`.
  */
 export const REQUIRED_ENV: Readonly<Record<CniCommand, readonly CniEnvVar[]>> = {

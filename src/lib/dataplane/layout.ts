@@ -1,4 +1,4 @@
-// Calico's pod layout (reference §5.6) and the checked form of a wiring request, shared by wirePod and checkPod.
+// Calico's pod layout (docs/calico.md#pod-wiring) and the checked form of a wiring request, shared by wirePod and checkPod.
 import type {Ip} from '../net/cidr.js'
 import {InvalidInterfaceNameError, InvalidWireRequestError} from './errors.js'
 import {ifNameProblem} from './names.js'

@@ -1,4 +1,4 @@
-// Host-side routes to pods: `<ip>/32|/128 dev <hostveth> scope link` in the main table (reference §5.6).
+// Host-side routes to pods: `<ip>/32|/128 dev <hostveth> scope link` in the main table (docs/calico.md#pod-wiring).
 // A route to the same address on another link means an older pod leaked its veth or Felix routes the address
 // elsewhere; upstream refuses to steal it and so do we.
 import {formatIp, type Ip} from '../net/cidr.js'

@@ -1,4 +1,4 @@
-// Wiring a pod the way Calico's CNI plugin does (reference §5.6/§5.7): a veth pair whose pod end is CNI_IFNAME in
+// Wiring a pod the way Calico's CNI plugin does (docs/calico.md#pod-wiring): a veth pair whose pod end is CNI_IFNAME in
 // the pod netns and whose host end is cali…, /32 and /128 pod addresses, a default route via a fake next hop the host
 // answers for, and a host route per pod address. All netlink work goes through two sockets, one per namespace (see
 // netns.ts); nothing awaits while the thread is switched.

@@ -426,7 +426,8 @@ class FamilyJob {
   }
 
   /**
-   * Find a block CIDR nobody has created yet (keys only: values are never read on this path, Part A.4),
+   * Find a block CIDR nobody has created yet (keys only: values are never read on this path,
+   * docs/calico.md#claiming-a-new-block),
    * or failing that an empty block of another host claimed long enough ago, and claim it together with
    * the first allocations in one transaction.
    */

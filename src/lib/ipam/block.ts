@@ -178,7 +178,7 @@ export function garbageCollect(b: Block, cooldownSeconds: number, now: Date): bo
   return true
 }
 
-/** Invariant violations, worded as `calicoctl ipam check` words them (reference §4.3). */
+/** Invariant violations, worded as `calicoctl ipam check` words them (docs/calico.md#block-invariants). */
 export function blockProblems(b: Block, now: Date): string[] {
   const out: string[] = []
   const attrs = b.attributes ?? []

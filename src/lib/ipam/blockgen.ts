@@ -1,7 +1,7 @@
 // Which block a host tries first. Upstream seeds Go's math/rand with the FNV-1 hash of the host name and
 // walks the pool's blocks sequentially from a random start, wrapping around. Hosts thus spread over a pool
 // and a host retries the same sequence every time. We keep the seed and the walk; the start index comes
-// from a SplitMix64 stream instead of a port of Go's generator (Part A.6).
+// from a SplitMix64 stream instead of a port of Go's generator (docs/calico.md#block-choice).
 import {type Cidr, subnet, subnetCount} from '../net/cidr.js'
 
 /** FNV-1 (multiply, then xor), 32-bit. */

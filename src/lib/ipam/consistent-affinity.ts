@@ -1,7 +1,8 @@
 // A node's claim on a block ends once the block's pool no longer selects the node (its labels or the pool's
 // nodeSelector changed) and the block is empty: the pool's space then goes to nodes it does select. Upstream
 // does this in two places, and so do we: when a node allocates (its deselected empty blocks are released
-// first, reference §3.2 step 7) and when a release empties an affine block (ensureConsistentAffinity, §3.12).
+// first, upstream's prepareAffinityBlocksForHost) and when a release empties an affine block (ensureConsistentAffinity);
+// docs/calico.md#deselected-nodes.
 // Both are best effort: the allocation or release itself has succeeded, and whatever could not be released
 // now (a block that filled up meanwhile, a conflict) is looked at again the next time.
 import {type Cidr, containsCidr} from '../net/cidr.js'

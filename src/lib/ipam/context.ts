@@ -78,7 +78,8 @@ export function blockFrom(ctx: Ctx, kv: KeyValue | undefined, cooldownSeconds: n
   return {kv, block}
 }
 
-/** The pieces of one logical change, committed as a single guarded transaction (Part A.2). */
+/** The pieces of one logical change, committed as a single guarded transaction
+ * (docs/calico.md#atomic-writes: upstream splits them across requests). */
 export class WriteBatch {
   private readonly conditions: Condition[] = []
   private readonly ops: WriteOp[] = []

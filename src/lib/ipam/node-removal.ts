@@ -1,4 +1,4 @@
-// Removing a node that is gone for good (upstream's RemoveIPAMHost, reference §3.12): its claims on blocks
+// Removing a node that is gone for good (upstream's RemoveIPAMHost, docs/calico.md#node-removal): its claims on blocks
 // are given up so the space is reusable, and, if asked, the addresses its workloads held are released.
 // Non-empty blocks lose their owner but keep their addresses; they go away when their last address does.
 import {NotFoundError, RevisionConflict} from '../errors.js'

@@ -84,7 +84,8 @@ export function encodeIpamConfig(c: IpamConfig): string {
   })
 }
 
-/** Upstream's two cross-field rules plus the range checks it forgets in etcd mode (Part A.3). */
+/** Upstream's two cross-field rules plus the range checks it forgets in etcd mode
+ * (docs/calico.md#ipam-config). */
 export function validateIpamConfig(c: IpamConfig): void {
   if (!c.strictAffinity && !c.autoAllocateBlocks) {
     throw new ValidationError("Cannot disable 'StrictAffinity' and 'AutoAllocateBlocks' at the same time")

@@ -1,5 +1,5 @@
 // `ipam release --from-report`: release what `ipam check` reports found leaked, with upstream's safety rules
-// (reference §4.2). A report is a snapshot; everything here is about never acting on a stale one: the cluster
+// (docs/calico.md#ipam-release-from-a-report). A report is a snapshot; everything here is about never acting on a stale one: the cluster
 // GUID must match, one report must be as new as the ClusterInformation revision (taken under the lock), only
 // leaks every report agrees on are touched, each address is released only if its sequence number is still the
 // one in the report, and each handle is deleted only if its revision is still the reported one.

@@ -1,6 +1,6 @@
-// `ipam split` (reference §4.5): replace one pool by 2^k equal children that carry its spec. Upstream
+// `ipam split` (docs/calico.md#ipam-split): replace one pool by 2^k equal children that carry its spec. Upstream
 // does it in three requests (disable, create children, delete); a crash between them leaves overlapping
-// or missing pools, so here the whole replacement is one guarded transaction (Part A.2).
+// or missing pools, so here the whole replacement is one guarded transaction (docs/calico.md#atomic-writes).
 import {ConflictError, NotFoundError, ValidationError} from '../errors.js'
 import {checkpoint, NOTHING_COMMITTED} from '../interrupt.js'
 import {bitsOf, formatCidr, parseCidr, sameCidr, subnet} from '../net/cidr.js'
@@ -73,7 +73,7 @@ export function splitChildren(old: Pool, number: number, now: Date): Pool[] {
   )
 }
 
-/** Every check of §4.5, reading but never writing; the result is what `commitSplit` will write. */
+/** Every check of `ipam split` (docs/calico.md#ipam-split), reading but never writing; the result is what `commitSplit` will write. */
 export async function planSplit(ctx: Ctx, req: SplitRequest): Promise<SplitPlan> {
   if (!req.name && !req.cidr) throw new ValidationError(NO_POOL_GIVEN)
   // Bad input is reported before anything about the datastore's state.

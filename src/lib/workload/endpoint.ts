@@ -1,5 +1,6 @@
 // WorkloadEndpoint records: what the CNI plugin writes for each wired pod, so `ipam check` can tell a live
-// address from a leaked one. Stored in Calico's v3 resource layout (reference §2.1, §5.3).
+// address from a leaked one. Stored in Calico's v3 resource layout
+// (docs/calico.md#workload-endpoints).
 import {randomUuid} from '../random.js'
 import {encodeJson, goMap, nativeParse} from '../codec/gojson.js'
 import {keys} from '../store/keys.js'
