@@ -259,7 +259,7 @@ let etcd: {stop(): Promise<void>; version: string} | undefined
   const {haveEtcd, startEtcd} = await import('../test/support/etcd-server.ts')
   if (haveEtcd) {
     const server = await startEtcd()
-    // The per-node agent (issue 8) for the same node and etcd: the plugin then talks to its socket and loads no etcd3.
+    // The per-node agent (`ipamctl agent run`) for the same node and etcd: the plugin then talks to its socket and loads no etcd3.
     const {startAgentProc} = await import('../test/support/agent.ts')
     const agentSocket = path.join(dir, 'agent.sock')
     const agent = await startAgentProc(['--node', 'bench-node', '--socket', agentSocket, '--metrics-address', '', '--datastore', 'etcdv3', '--etcd-endpoints', server.endpoint])
@@ -394,7 +394,7 @@ for (const r of rows) {
   const over = r.label === '`node -e 0`' ? '–' : `${m - nodeMedian >= 0 ? '+' : ''}${(m - nodeMedian).toFixed(1)} ms`
   out.push(`| ${r.label} | ${m.toFixed(1)} ms | ${quantile(r.ms, 0.9).toFixed(1)} ms | ${over} |`)
 }
-out.push('\nTargets (issues 4, 6 and 8), on the medians:')
+out.push('\nTargets (docs/design.md#performance-targets), on the medians:')
 for (const r of rows.filter((x) => x.target !== undefined)) {
   const over = median(r.ms) - nodeMedian
   out.push(`- ${r.label} within ${r.target} ms of \`node -e 0\`: ${over.toFixed(1)} ms — ${over <= r.target! ? '**met**' : '**not met**'}`)

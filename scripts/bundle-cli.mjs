@@ -1,8 +1,8 @@
 // Bundle the ipamctl CLI into dist/cli-bundle/ipamctl.cjs (part of `npm run build`, after tsc and `oclif manifest`).
 //
 // Started the usual way, an oclif CLI resolves, reads and compiles a few hundred CommonJS and ES modules of
-// @oclif/core and its dependencies on every run: 2.5–3× a bare `node -e 0` for `ipamctl --help` (issue 6 asks
-// for at most 2.5×). So bin/run.cjs runs this one-file bundle through bin/load-bundle.cjs with a V8 code cache
+// @oclif/core and its dependencies on every run: 2.5–3× a bare `node -e 0` for `ipamctl --help` (the target is
+// at most 2.5×, docs/design.md#performance-targets). So bin/run.cjs runs this one-file bundle through bin/load-bundle.cjs with a V8 code cache
 // trained here on a few commands, and falls back to plain oclif when the bundle is missing or older than the tsc
 // output (a tsc-only rebuild after editing src/).
 //

@@ -1,7 +1,7 @@
 // Bundle the two CNI plugin entries into dist/cni/ (part of `npm run build`, after tsc).
 //
-// A CNI plugin is exec'd once per pod operation, so its start-up is pod-start latency (issue 4: IPAM ADD within
-// 20 ms of `node -e 0`). Loading many small modules one by one, and parsing and compiling them on every exec,
+// A CNI plugin is exec'd once per pod operation, so its start-up is pod-start latency (the target:
+// IPAM ADD within 20 ms of `node -e 0`, docs/design.md#performance-targets). Loading many small modules one by one, and parsing and compiling them on every exec,
 // costs more than the plugin's work. So each entry becomes one CommonJS bundle, run by bin/load-bundle.cjs with a
 // V8 code cache made here from a training ADD (see the end of this file). The bins (bin/ipamctl-ipam.cjs,
 // bin/ipamctl-cni.cjs) use it, falling back to the tsc output when a bundle is missing or older than it (a

@@ -1,4 +1,4 @@
-// Data written by upstream Calico (put with etcdctl, byte for byte as reference §1.1 shows it) is read,
+// Data written by upstream Calico (put with etcdctl, byte for byte as docs/calico.md#block-json shows it) is read,
 // extended and released correctly: sequence numbers beyond 2^53 stay exact, legacy `hostAffinity` blocks are
 // understood.
 import assert from 'node:assert/strict';
@@ -23,7 +23,7 @@ const NODE = '{"kind":"Node","apiVersion":"projectcalico.org/v3","metadata":{"na
 const HANDLE = 'k8s-pod-network.0123456789abcdef';
 const SEEDED_ATTR = `{"handle_id":"${HANDLE}","secondary":{"namespace":"default","node":"node-1","pod":"web-0","timestamp":"2026-01-02 03:04:06.123456789 +0000 UTC"}}`;
 const BLOCK_KEY = '/calico/ipam/v2/assignment/ipv4/block/10.65.0.0-26';
-// Reference §1.1 "After one CNI allocation (ordinal 0)", for a /26.
+// docs/calico.md#block-json, the block after one CNI allocation (ordinal 0), for a /26.
 const BLOCK =
   `{"cidr":"10.65.0.0/26","affinity":"host:node-1","affinity_claim_time":"2026-01-02T03:04:05Z","allocations":[0,${nulls(63)}],"unallocated":[${range(1, 64).join(',')}],` +
   `"attributes":[${SEEDED_ATTR}],"sequenceNumber":1767323045000000001,"sequenceNumberForAllocation":{"0":1767323045000000000},"deleted":false}`;

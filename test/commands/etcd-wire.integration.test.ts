@@ -1,5 +1,5 @@
 // Wire compatibility: what ipamctl writes to etcd is exactly Calico's key layout and Go encoding/json values
-// (reference §1.1–§2), read back with etcdctl; `block inspect` prints the stored bytes.
+// (docs/calico.md#key-layout and #block-json), read back with etcdctl; `block inspect` prints the stored bytes.
 import assert from 'node:assert/strict';
 import {after, before, describe, test} from 'node:test';
 import {etcdSkipReason, startEtcd, type EtcdServer} from '../support/etcd-server.ts';

@@ -1,5 +1,5 @@
-// The leak from issue 5, end to end with the real binaries: the IPAM plugin allocates and the main plugin
-// dies before writing the WorkloadEndpoint. `ipam check` must find it, `ipam gc` must repair it.
+// A leaked address, end to end with the real binaries: the IPAM plugin allocates and the main plugin dies
+// before writing the WorkloadEndpoint. `ipam check` must find it, `ipam gc` must repair it.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';

@@ -31,7 +31,7 @@ function cluster(sb: Sandbox): {guid: string; rev: string} {
   return {guid: JSON.parse(m[2]!).spec.clusterGUID, rev: m[1]!};
 }
 
-/** A report in §4.3's format; the sequence number is spliced in as raw digits. */
+/** A report in `ipam check -o`'s format (docs/calico.md#ipam-check); the sequence number is spliced in as raw digits. */
 function writeReport(sb: Sandbox, seq: string, over: {guid?: string} = {}): string {
   const {guid, rev} = cluster(sb);
   const text = `{

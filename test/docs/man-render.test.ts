@@ -1,4 +1,4 @@
-// Every man page must render without warnings (issue 5): groff in warning-as-everything mode.
+// Every man page must render without warnings: groff in warning-as-everything mode.
 import {test} from 'node:test'
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'

@@ -40,7 +40,7 @@ const allLinks = new Set<string>();
 
 const SKIP = netnsSkipReason(`ipamctl-c-${RUN}-probe`);
 const SKIP_HOST_LOCAL = SKIP ?? (fs.existsSync(path.join(HOST_LOCAL_DIR, 'host-local')) ? undefined : `${HOST_LOCAL_DIR}/host-local missing (Debian containernetworking-plugins; run scripts/install-test-deps.sh)`);
-const SKIP_CNITOOL = SKIP ?? (fs.existsSync(CNITOOL) ? undefined : `${path.relative(ROOT, CNITOOL)} missing (run scripts/install-test-deps.sh; it needs ../shared/tools/cni)`);
+const SKIP_CNITOOL = SKIP ?? (fs.existsSync(CNITOOL) ? undefined : `${path.relative(ROOT, CNITOOL)} missing (run scripts/install-test-deps.sh; it builds cnitool from the CNI source folder its header names)`);
 
 const linkExists = (name: string): boolean => {
   try {

@@ -8,7 +8,7 @@ import type { AssignedIp } from '../../../src/lib/ipam/autoassign.ts';
 const v4: AssignedIp = { address: '10.65.79.5', family: 4, cidr: '10.65.79.5/26', block: '10.65.79.0/26' };
 const v6: AssignedIp = { address: 'fd00:65::7', family: 6, cidr: 'fd00:65::7/122', block: 'fd00:65::/122' };
 
-// Reference §5.4's example (0.3.1), laid out the way Go's json.MarshalIndent(r, "", "    ") writes it.
+// calico-ipam's result for one address (0.3.1, docs/calico.md#ipam-plugin-result), laid out the way Go's json.MarshalIndent(r, "", "    ") writes it.
 const REF_031 = `{
     "cniVersion": "0.3.1",
     "ips": [

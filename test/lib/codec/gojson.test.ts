@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { asBigInt, encodeJson, goMap, parseJson, RawJson } from '../../../src/lib/codec/gojson.ts';
 import { ValidationError } from '../../../src/lib/errors.ts';
 
-// A block value exactly as Go's encoding/json writes it (reference §1.1, after one allocation).
+// A block value exactly as Go's encoding/json writes it (docs/calico.md#block-json, after one allocation).
 const GO_BLOCK =
   '{"cidr":"10.65.0.0/29","affinity":"host:node-1","affinity_claim_time":"2026-01-02T03:04:05Z","allocations":[0,null,null,null,null,null,null,null],"unallocated":[1,2,3,4,5,6,7],"attributes":[{"handle_id":"k8s-pod-network.0123456789abcdef","secondary":{"namespace":"default","node":"node-1","pod":"web-0","timestamp":"2026-01-02 03:04:06.123456789 +0000 UTC"}}],"sequenceNumber":1767323045000000001,"sequenceNumberForAllocation":{"0":1767323045000000000},"deleted":false}';
 

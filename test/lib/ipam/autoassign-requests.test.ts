@@ -1,4 +1,4 @@
-// Datastore requests per AutoAssign (issue 6): allocating from the host's existing block is one batched read
+// Datastore requests per AutoAssign (docs/design.md#scale): allocating from the host's existing block is one batched read
 // and one guarded write in a process that allocated for that host before, one more read in a fresh process,
 // whatever the number of other hosts. Counted through a wrapper of the store, as bench/support.ts does.
 import assert from 'node:assert/strict';

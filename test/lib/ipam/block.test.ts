@@ -19,7 +19,7 @@ import {
 import { ValidationError } from '../../../src/lib/errors.ts';
 import { formatIp, parseCidr, parseIp } from '../../../src/lib/net/cidr.ts';
 
-// --- fixtures: reference §1.1 "Stored value example" ---------------------------------
+// --- fixtures: the stored block values of docs/calico.md#block-json -------------------
 
 const CLAIM_TIME = new Date('2026-01-02T03:04:05Z');
 const RELEASE_TIME = new Date('2026-01-02T03:10:00Z');

@@ -1,4 +1,4 @@
-// ipam check (reference §4.3) on every embedded store backend: leaks, owners, handles, invalid blocks, the
+// ipam check (docs/calico.md#ipam-check) on every embedded store backend: leaks, owners, handles, invalid blocks, the
 // ipamctl affinity extras, and the JSON report's fields and omitempty rules.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Node removal (reference §3.12 RemoveIPAMHost) and per-node usage, on every embedded store backend.
+// Node removal (upstream's RemoveIPAMHost, docs/calico.md#node-removal) and per-node usage, on every embedded store backend.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { NotFoundError } from '../../../src/lib/errors.ts';

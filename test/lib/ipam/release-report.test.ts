@@ -1,5 +1,6 @@
 // `ipam release --from-report` against a real store state: reports are built by hand from what the store
-// holds (sequence numbers read back from the block), so every safety rule of reference §4.2 is exercised.
+// holds (sequence numbers read back from the block), so every safety rule of docs/calico.md#ipam-release-from-a-report
+// is exercised.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConflictError, ValidationError } from '../../../src/lib/errors.ts';

@@ -1,4 +1,4 @@
-// `ipam split` (reference §4.5): child pools, the rules, the lock requirement, and that the split is one
+// `ipam split` (docs/calico.md#ipam-split): child pools, the rules, the lock requirement, and that the split is one
 // transaction: every failure leaves the datastore exactly as it was.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
