@@ -87,3 +87,24 @@ test('no comment, doc or test refers to a document outside the repository', () =
   const found = outsideReferences(trackedFiles())
   assert.deepEqual(found, [], `write the fact into docs/ (docs/calico.md, docs/cni.md, docs/design.md) and cite that file and section instead:\n${found.join('\n')}`)
 })
+
+/** GitHub's anchor for a Markdown heading. */
+const slug = (heading: string): string => heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')
+
+test('every docs/<file>.md#<section> cited exists as a heading of that file', () => {
+  const cite = /docs\/([\w-]+\.md)#([\w-]+)/g
+  const missing: string[] = []
+  for (const rel of trackedFiles()) {
+    const abs = path.join(root, rel)
+    if (!fs.existsSync(abs) || fs.readFileSync(abs).includes(0)) continue
+    const text = fs.readFileSync(abs, 'utf8')
+    for (const m of text.matchAll(cite)) {
+      const doc = path.join(root, 'docs', m[1]!)
+      const anchors = fs.existsSync(doc)
+        ? fs.readFileSync(doc, 'utf8').split('\n').filter((l) => /^#{1,6} /.test(l)).map((l) => slug(l.replace(/^#+ /, '')))
+        : []
+      if (!anchors.includes(m[2]!)) missing.push(`${rel}: ${m[0]}`)
+    }
+  }
+  assert.deepEqual(missing, [], `cited sections that do not exist (rename the citation or the heading):\n${missing.join('\n')}`)
+})
