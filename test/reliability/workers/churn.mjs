@@ -14,9 +14,13 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dist', 'lib')
+/** @type {typeof import('../../../src/lib/ipam/autoassign.ts')} */
 const {autoAssign} = await import(path.join(DIST, 'ipam', 'autoassign.js'))
+/** @type {typeof import('../../../src/lib/ipam/release.ts')} */
 const {releaseByHandle} = await import(path.join(DIST, 'ipam', 'release.js'))
+/** @type {typeof import('../../../src/lib/ipam/context.ts')} */
 const {makeCtx} = await import(path.join(DIST, 'ipam', 'context.js'))
+/** @type {typeof import('../../../src/lib/store/open.ts')} */
 const {openStore} = await import(path.join(DIST, 'store', 'open.js'))
 
 const [spec, host, prefix, seedText, opsText, logFile] = process.argv.slice(2)

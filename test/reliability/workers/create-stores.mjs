@@ -3,6 +3,7 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dist', 'lib')
+/** @type {typeof import('../../../src/lib/store/sqlite.ts')} */
 const {SqliteStore} = await import(path.join(DIST, 'store', 'sqlite.js'))
 const [dir, n] = process.argv.slice(2)
 for (let i = 0; i < Number(n); i++) {
