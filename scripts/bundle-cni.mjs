@@ -50,7 +50,9 @@ function builtinShim(name) {
     const fns = LAZY_BUILTINS[name].map((f) => `export function ${f}(...args) { return (m ??= require(${JSON.stringify(name)})).${f}(...args) }`)
     return `${head}let m\n${fns.join('\n')}\n`
   }
-  return `${head}const m = require(${JSON.stringify(name)})\nexport default m\nexport const {${REQUIRED_BUILTINS[name].join(', ')}} = m\n`
+  const required = REQUIRED_BUILTINS[name]
+  if (!required) throw new Error(`bundle-cni: no shim for ${name}`)
+  return `${head}const m = require(${JSON.stringify(name)})\nexport default m\nexport const {${required.join(', ')}} = m\n`
 }
 
 /** @type {import('esbuild').Plugin} */
@@ -133,8 +135,8 @@ const LAZY = /\/node_modules\/(etcd3|cockatiel|yaml)\//
 // Only the packages named in INLINED may be compiled in; everything else is require()d from node_modules, where
 // the plugin process test's module trace sees it (that test proves an ADD loads neither oclif nor etcd3).
 for (const input of Object.keys(result.metafile.inputs)) {
-  const m = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)
-  if (m && !INLINED.test(m[1])) {
+  const dep = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1]
+  if (dep !== undefined && !INLINED.test(dep)) {
     fs.rmSync(OUT, {recursive: true, force: true})
     throw new Error(`bundle-cni: ${input} was compiled into a bundle; only ${INLINED} may be`)
   }

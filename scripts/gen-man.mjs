@@ -53,6 +53,7 @@ function parseArgs(argv) {
   const opts = { manifest: join(root, 'oclif.manifest.json'), out: join(root, 'man', 'man1') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    if (a === undefined) break;
     const eq = a.indexOf('=');
     const name = eq >= 0 ? a.slice(0, eq) : a;
     if (name === '--help' || name === '-h') usage();

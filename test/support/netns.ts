@@ -47,6 +47,14 @@ export function ipJson<T extends IpLink[] | IpLinkAddrs[] | IpRoute[] | IpNeigh[
   return (out ? JSON.parse(out) : []) as T
 }
 
+/** `ip -j <args>` that lists exactly one link (`link show dev X`, `addr show dev X`): that link. */
+export function ipLink<T extends IpLink | IpLinkAddrs = IpLink>(...args: string[]): T {
+  const links = ipJson<T[]>(...args)
+  const [link] = links
+  if (links.length !== 1 || link === undefined) throw new Error(`ip -j ${args.join(' ')}: ${links.length} links, expected one`)
+  return link
+}
+
 /** ip(8) where "already gone" is fine (cleanup). */
 export function tryIp(...args: string[]): void {
   try {

@@ -116,6 +116,8 @@ function cni(command: string, env: { cid?: string; ns?: string; args?: string; i
 function ok(p: ProcResult, what: string): void {
   assert.equal(p.code, 0, `${what} failed (${p.code}):\nstdout: ${p.stdout}\nstderr: ${p.stderr}`);
 }
+/** The address part of an `ip/len` result entry. */
+const addrOf = (cidr: string): string => cidr.split('/')[0]!;
 interface AddResult {
   interfaces: { name: string }[];
   ips: { address: string }[];
@@ -156,8 +158,8 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     const addrs: string[] = [];
     for (const [i, cid] of ids.entries()) {
       const r = addResult(await cni('ADD', { cid, ns: nss[i] }, sb.conf()), `ADD ${cid}`);
-      assert.equal(r.interfaces[0].name, vethOf(cid));
-      addrs.push(r.ips[0].address.split('/')[0]);
+      assert.equal(r.interfaces[0]!.name, vethOf(cid));
+      addrs.push(addrOf(r.ips[0]!.address));
     }
     assert.notEqual(vethOf(ids[0]!), vethOf(ids[1]!));
     const recs = await records(sb.db);
@@ -188,7 +190,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     track(t, `cali${ids[0]!.slice(0, 11)}`);
     const conf = sb.conf();
     const results = await Promise.all(ids.map((cid, i) => cni('ADD', { cid, ns: nss[i] }, conf)));
-    const addrs = results.map((p, i) => addResult(p, `ADD ${i}`).ips[0].address.split('/')[0] as string);
+    const addrs = results.map((p, i) => addrOf(addResult(p, `ADD ${i}`).ips[0]!.address));
     assert.equal(new Set(addrs).size, 8, `addresses: ${addrs.join(' ')}`);
     const recs = await records(sb.db);
     assert.equal(Object.keys(recs).length, 8);
@@ -234,7 +236,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     assert.ok(now, 'the host veth exists');
     assert.notEqual(now.ifindex, old, 'a new link');
     assert.equal(now.ifalias, `ipamctl-cni:${cid}`);
-    assert.deepEqual(podV4(ns), [r.ips[0].address.split('/')[0]]);
+    assert.deepEqual(podV4(ns), [addrOf(r.ips[0]!.address)]);
     ok(await cni('DEL', { cid, ns }, sb.conf()), 'DEL');
   });
 
@@ -251,7 +253,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     assert.equal(linkInfo(veth)?.ifalias, `ipamctl-cni:${newCid}`);
     ok(await cni('DEL', { cid: oldCid, ns: oldNs, args }, sb.conf()), 'DEL old');
     assert.equal(linkInfo(veth)?.ifalias, `ipamctl-cni:${newCid}`, 'the new sandbox keeps its veth');
-    assert.deepEqual(podV4(newNs_), [r.ips[0].address.split('/')[0]]);
+    assert.deepEqual(podV4(newNs_), [addrOf(r.ips[0]!.address)]);
     assert.deepEqual(Object.keys(await records(sb.db)), [newCid]);
     ok(await cni('DEL', { cid: newCid, ns: newNs_, args }, sb.conf()), 'DEL new');
     assert.equal(linkInfo(veth), undefined);
@@ -294,7 +296,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     ip('link', 'set', 'dev', vethOf(cid), 'name', legacy);
     ip('link', 'set', 'dev', legacy, 'alias', '');
     ip('link', 'set', 'dev', legacy, 'up');
-    const v4 = r.ips[0].address.split('/')[0];
+    const v4 = addrOf(r.ips[0]!.address);
     ip('route', 'replace', `${v4}/32`, 'dev', legacy, 'scope', 'link');
     await withStore(sb.db, async (s) => {
       const [kv] = await s.list(keys.resourcePrefix('workloadendpoints'));
@@ -319,7 +321,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     for (const cid of [keep, drop, taken]) {
       nss[cid] = newNs(t);
       track(t, vethOf(cid));
-      addrs[cid] = addResult(await cni('ADD', { cid, ns: nss[cid] }, sb.conf()), `ADD ${cid}`).ips[0].address.split('/')[0];
+      addrs[cid] = addrOf(addResult(await cni('ADD', { cid, ns: nss[cid] }, sb.conf()), `ADD ${cid}`).ips[0]!.address);
     }
     // `taken`'s veth now claims to be another attachment's: GC must not delete it.
     ip('link', 'set', 'dev', vethOf(taken), 'alias', 'ipamctl-cni:someone-else');

@@ -20,7 +20,7 @@ import { keys } from '../../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
 import { startAgentProc } from '../../support/agent.ts';
-import { ip, ipJson, listenInNetns, netnsSkipReason, tcpExchange, tryIp, type IpLink, type IpLinkAddrs, type IpRoute } from '../../support/netns.ts';
+import { ip, ipJson, ipLink, listenInNetns, netnsSkipReason, tcpExchange, tryIp, type IpLink, type IpLinkAddrs, type IpRoute } from '../../support/netns.ts';
 
 const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs');
 const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
@@ -244,7 +244,7 @@ async function assertWired(sb: Sandbox, pod: Pod, r: AddResult, o: { version: st
   assert.equal(r.cniVersion, o.version);
   assert.equal(r.interfaces.length, 2);
   assert.deepEqual({ name: r.interfaces[0]!.name, mac: r.interfaces[0]!.mac, sandbox: r.interfaces[0]!.sandbox }, { name: pod.hostVeth, mac: HOST_MAC, sandbox: undefined });
-  const podLink = ipJson<IpLink[]>('-n', pod.ns, 'link', 'show', 'dev', pod.ifName)[0];
+  const podLink = ipLink('-n', pod.ns, 'link', 'show', 'dev', pod.ifName);
   assert.deepEqual(
     { name: r.interfaces[1]!.name, mac: r.interfaces[1]!.mac, sandbox: r.interfaces[1]!.sandbox },
     { name: pod.ifName, mac: podLink.address, sandbox: pod.netns },
@@ -282,7 +282,7 @@ async function assertWired(sb: Sandbox, pod: Pod, r: AddResult, o: { version: st
   }
 
   // Host: the veth with its fixed MAC, and a route per pod address through it.
-  const hostLink = ipJson<IpLink[]>('link', 'show', 'dev', pod.hostVeth)[0];
+  const hostLink = ipLink('link', 'show', 'dev', pod.hostVeth);
   assert.equal(hostLink.address, HOST_MAC);
   assert.ok(hostLink.flags.includes('UP'));
   if (o.mtu) assert.equal(hostLink.mtu, o.mtu);
@@ -351,7 +351,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const sb = await sandbox();
       const pod = newPod(t, { k8s: false });
       const r = addResult(await cni(pod, 'ADD', sb.conf({ ipam: { assign_ipv6: 'true' }, extra: { mtu: 1400 } })));
-      assert.equal(r.interfaces[1].mtu, 1400);
+      assert.equal(r.interfaces[1]!.mtu, 1400);
       const { v4, v6 } = await assertWired(sb, pod, r, { version: '1.0.0', v6: true, mtu: 1400 });
       quiet(await cni(pod, 'DEL', sb.conf()), 'DEL');
       await assertGone(sb, pod, [v4, v6]);
@@ -362,6 +362,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const pod = newPod(t);
       const r = addResult(await cni(pod, 'ADD', sb.conf({ ipam: { assign_ipv6: 'true' } })));
       const [v4, v6] = r.ips.map((i: { address: string }) => addrOf(i.address));
+      assert.ok(v4 && v6, 'an IPv4 and an IPv6 address');
       const listener = await listenInNetns(pod.ns, '::', 18080);
       t.after(() => listener.kill('SIGKILL'));
       assert.equal(await tcpExchange(v4, 18080), 'pong');
@@ -377,7 +378,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
         const sb = await sandbox();
         const pod = newPod(t);
         const r = addResult(await cni(pod, 'ADD', sb.conf({ version })));
-        const v4 = addrOf(r.ips[0].address);
+        const v4 = addrOf(r.ips[0]!.address);
         const withPrev = JSON.stringify({ ...sb.confObj({ version }), prevResult: r });
         quiet(await cni(pod, 'CHECK', withPrev), 'CHECK after ADD');
         ip('-n', pod.ns, 'addr', 'del', `${v4}/32`, 'dev', 'eth0');
@@ -402,7 +403,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const sb = await sandbox();
       const pod = newPod(t);
       const r = addResult(await cni(pod, 'ADD', sb.conf()));
-      const v4 = addrOf(r.ips[0].address);
+      const v4 = addrOf(r.ips[0]!.address);
       ip('netns', 'del', pod.ns);
       quiet(await cni(pod, 'DEL', sb.conf()), 'DEL with the netns gone');
       await assertGone(sb, pod, [v4], { nsGone: true });
@@ -412,7 +413,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const sb = await sandbox();
       const pod = newPod(t);
       const r = addResult(await cni(pod, 'ADD', sb.conf()));
-      const v4 = addrOf(r.ips[0].address);
+      const v4 = addrOf(r.ips[0]!.address);
       quiet(await cni(pod, 'DEL', sb.conf(), { CNI_NETNS: undefined }), 'DEL without CNI_NETNS');
       await assertGone(sb, pod, [v4]);
     });
@@ -432,8 +433,8 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     const results = await Promise.all(many.map((p) => cni(p, 'ADD', conf)));
     const addrs = results.map((p, i) => {
       const r = addResult(p, `ADD ${i}`);
-      assert.equal(r.interfaces[0].name, many[i]!.hostVeth);
-      return addrOf(r.ips[0].address);
+      assert.equal(r.interfaces[0]!.name, many[i]!.hostVeth);
+      return addrOf(r.ips[0]!.address);
     });
     assert.equal(new Set(addrs).size, 20, `addresses: ${addrs.join(' ')}`);
     many.forEach((p, i) => {
@@ -583,7 +584,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const env = { CNI_PATH: HOST_LOCAL_DIR };
       const r = addResult(await cni(pod, 'ADD', JSON.stringify(conf), env));
       assert.equal(r.ips.length, 1);
-      const v4 = addrOf(r.ips[0].address);
+      const v4 = addrOf(r.ips[0]!.address);
       assert.ok(v4.startsWith(`10.197.${RUN_OCTET}.`), `${v4} in 10.197.${RUN_OCTET}.0/24`);
       assert.deepEqual(r.ips[0], { address: `${v4}/32`, interface: 1 });
       assert.deepEqual(reservations(dataDir), { [v4]: pod.cid });
@@ -607,10 +608,10 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const conf = JSON.stringify(hostLocalConf(sb, dataDir));
       const env = { CNI_PATH: HOST_LOCAL_DIR, CNI_ARGS: args };
       const r = addResult(await cni(pod, 'ADD', conf, env));
-      assert.equal(r.interfaces[0].name, pod.hostVeth);
+      assert.equal(r.interfaces[0]!.name, pod.hostVeth);
       quiet(await cni(pod, 'DEL', conf, env), 'DEL');
       assert.deepEqual(reservations(dataDir), {});
-      await assertGone(sb, pod, [addrOf(r.ips[0].address)]);
+      await assertGone(sb, pod, [addrOf(r.ips[0]!.address)]);
     });
 
     it('an ADD refused because CNI_IFNAME exists does not run host-local', async (t) => {
@@ -663,7 +664,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
         const [v4, v6] = r.ips.map((i) => addrOf(i.address));
         const globals = podAddrs(pod.ns).filter((a) => a.scope === 'global').map((a) => `${a.local}/${a.prefixlen}`);
         assert.deepEqual(globals, [`${v4}/32`, `${v6}/128`]);
-        assert.equal(ipJson<IpLink[]>('-n', pod.ns, 'link', 'show', 'dev', 'eth0')[0].mtu, 1450);
+        assert.equal(ipLink('-n', pod.ns, 'link', 'show', 'dev', 'eth0').mtu, 1450);
         assert.deepEqual(hostRoutes(v4!).map((x) => x.dev), [hostVeth]);
         const cache = path.join(env.CNI_CACHE_DIR!, 'results', `${NET}-${cid}-eth0`);
         assert.ok(fs.existsSync(cache), 'libcni cached the result');

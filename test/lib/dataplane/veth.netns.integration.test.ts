@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ip, ipJson, listenInNetns, netnsSkipReason, tcpExchange, tryIp, type IpLink, type IpLinkAddrs, type IpNeigh, type IpRoute } from '../../support/netns.ts';
+import { ip, ipJson, ipLink, listenInNetns, netnsSkipReason, tcpExchange, tryIp, type IpLink, type IpLinkAddrs, type IpNeigh, type IpRoute } from '../../support/netns.ts';
 
 type Veth = typeof import('../../../src/lib/dataplane/veth.ts');
 type Netns = typeof import('../../../src/lib/dataplane/netns.ts');
@@ -148,7 +148,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     assert.deepEqual(res.warnings, []);
 
     // pod link and addresses
-    const [podLink] = ipJson<IpLinkAddrs[]>('-n', ns.name, 'addr', 'show', 'dev', 'eth0');
+    const podLink = ipLink<IpLinkAddrs>('-n', ns.name, 'addr', 'show', 'dev', 'eth0');
     assert.ok(podLink.flags.includes('UP'), 'pod link up');
     assert.equal(podLink.mtu, 1400);
     assert.equal(podLink.address, res.podMac);
@@ -170,7 +170,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     assert.deepEqual(neigh.map((n) => ({ dev: n.dev, lladdr: n.lladdr, state: n.state })), [{ dev: 'eth0', lladdr: 'ee:ee:ee:ee:ee:ee', state: ['PERMANENT'] }]);
 
     // host veth
-    const [hostLink] = ipJson<IpLinkAddrs[]>('addr', 'show', 'dev', hostIf);
+    const hostLink = ipLink<IpLinkAddrs>('addr', 'show', 'dev', hostIf);
     assert.equal(hostLink.address, 'ee:ee:ee:ee:ee:ee');
     assert.equal(hostLink.mtu, 1400);
     assert.ok(hostLink.flags.includes('UP'), 'host link up');
@@ -249,7 +249,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     assert.equal(res.podMac, '0a:58:0a:c7:00:02');
     assert.equal(res.mtu, 1500);
     assert.equal(res.sandbox, ns.name);
-    const [podLink] = ipJson<IpLink[]>('-n', ns.name, 'link', 'show', 'dev', 'net1');
+    const podLink = ipLink('-n', ns.name, 'link', 'show', 'dev', 'net1');
     assert.equal(podLink.address, '0a:58:0a:c7:00:02');
     assert.equal(sysctl('net.ipv4.ip_forward', ns.name), '1');
     assert.deepEqual(ipJson<IpRoute[]>('-n', ns.name, '-6', 'route', 'show', 'default'), []);
@@ -320,7 +320,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     ip('link', 'add', other, 'type', 'veth', 'peer', 'name', `${other}p`);
     ip('link', 'set', other, 'up');
     ip('route', 'add', `${v4(200)}/32`, 'dev', other);
-    const otherIndex = ipJson<IpLink[]>('link', 'show', 'dev', other)[0].ifindex;
+    const otherIndex = ipLink('link', 'show', 'dev', other).ifindex;
     const hostIf = hostName('h');
     await assert.rejects(veth.wirePod({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(200) }), (e: unknown) => {
       assert.ok(e instanceof errors.RouteConflictError, String(e));
@@ -356,8 +356,8 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
   });
 
   test('an existing host link with the veth name: replaced only if marked as the same owner (or replaceOtherOwner); otherwise InterfaceExistsError and untouched', async () => {
-    const alias = (name: string): string | undefined => ipJson<IpLink[]>('-d', 'link', 'show', 'dev', name)[0].ifalias;
-    const index = (name: string): number => ipJson<IpLink[]>('link', 'show', 'dev', name)[0].ifindex;
+    const alias = (name: string): string | undefined => ipLink('-d', 'link', 'show', 'dev', name).ifalias;
+    const index = (name: string): number => ipLink('link', 'show', 'dev', name).ifindex;
     const pair = (name: string, mark?: string) => {
       hostLinks.add(`${name}p`);
       ip('link', 'add', name, 'type', 'veth', 'peer', 'name', `${name}p`);
@@ -388,7 +388,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
       await veth.checkHostLinkReplaceable({ hostIfName: hostIf, owner: 'me' });
       await timedWire({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8), owner: 'me' });
       assert.equal(hostLinkExists(`${hostIf}p`), false, 'the stale pair is gone');
-      assert.equal(ipJson<IpLink[]>('link', 'show', 'dev', hostIf)[0].address, 'ee:ee:ee:ee:ee:ee');
+      assert.equal(ipLink('link', 'show', 'dev', hostIf).address, 'ee:ee:ee:ee:ee:ee');
       assert.equal(alias(hostIf), 'ipamctl-cni:me');
       assert.equal(await veth.unwirePod({ ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8), owner: 'me', claimUnmarked: false }), 'deleted');
       assert.equal(hostLinkExists(hostIf), false);

@@ -24,6 +24,7 @@ const {makeCtx} = await import(path.join(DIST, 'ipam', 'context.js'))
 const {openStore} = await import(path.join(DIST, 'store', 'open.js'))
 
 const [spec, host, prefix, seedText, opsText, logFile] = process.argv.slice(2)
+if (!spec || !host || !prefix) throw new Error('usage: churn.mjs <store> <host> <handle prefix> <seed> <ops|0> [log file]')
 let seed = Number(seedText) >>> 0 || 1
 const rand = () => {
   seed ^= seed << 13
@@ -49,6 +50,7 @@ for (let i = 0; ops === 0 || i < ops; i++) {
     if (log !== undefined) fs.writeSync(log, r.v4.ips.map((a) => `+ ${handle} ${a.address}\n`).join(''))
   } else {
     const [handle] = held.splice(Math.floor(rand() * held.length), 1)
+    if (handle === undefined) throw new Error('release chosen with no handle held')
     await releaseByHandle(ctx, handle)
     if (log !== undefined) fs.writeSync(log, `- ${handle}\n`)
   }
