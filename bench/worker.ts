@@ -18,7 +18,7 @@ const [mode, spec, id, opsText, roundsText] = process.argv.slice(2)
 const ops = Number(opsText)
 const rounds = Number(roundsText)
 const etcd = spec!.startsWith('etcd:') ? spec!.slice(5) : undefined
-const store = await openStore({type: etcd ? 'etcdv3' : 'embedded', path: spec!, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}})
+const store = await openStore({type: etcd ? 'etcdv3' : 'embedded', path: spec!, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}}, {mode: 'create'})
 const ctx = makeCtx(store)
 const lines = readline.createInterface({input: process.stdin})[Symbol.asyncIterator]()
 

@@ -28,10 +28,11 @@ const LOADER = path.join(ROOT, 'bin', 'load-bundle.cjs')
 const EXTERNAL = ['better-sqlite3', 'netlink', 'netns', 'unix-exchange', 'etcd3', 'yaml', 'prom-client', '@oclif/plugin-autocomplete', 'typescript', 'ts-node', 'tsx', 'esbuild']
 
 const commandFiles = fs
-  .readdirSync(path.join(ROOT, 'src', 'commands'), {recursive: true})
+  .readdirSync(path.join(ROOT, 'src', 'commands'), {recursive: true, encoding: 'utf8'})
   .filter((f) => f.endsWith('.ts'))
   .map((f) => f.split(path.sep).join('/'))
   .sort()
+/** @param {string} f a command's file under src/commands */
 const commandId = (f) => f.replace(/\.ts$/, '').replace(/\/index$/, '').split('/').join(':')
 const entry = [
   "export {execute} from '@oclif/core'",
@@ -51,12 +52,15 @@ const entry = [
  *   as they are (what ejs returns for them); the few examples with `<%= config.bin %>` still go through ejs.
  * - oclif's import() of ES-module plugins (@oclif/plugin-autocomplete) goes through `__import`, a function from
  *   bin/load-bundle.cjs: code compiled by vm.Script from a code cache has no dynamic-import hook of its own.
+ *
+ * @type {{file: RegExp, from: string, to: string, count: number, applied?: boolean}[]}
  */
 const PATCHES = [
   {file: /node_modules\/@oclif\/core\/lib\/config\/plugin\.js$/, from: '.sort((a, b) => a.id.localeCompare(b.id))', to: '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))', count: 1},
   {file: /node_modules\/@oclif\/core\/lib\/help\/util\.js$/, from: 'return ejs_1.default.render(t, context);', to: "return t.includes('<%') ? ejs_1.default.render(t, context) : t;", count: 1},
   {file: /node_modules\/@oclif\/core\/lib\/module-loader\.js$/, from: 'await import(', to: 'await __import(', count: 3},
 ]
+/** @type {import('esbuild').Plugin} */
 const patches = {
   name: 'patches',
   setup(b) {

@@ -33,25 +33,29 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const OUT = path.join(ROOT, 'dist', 'cni')
 const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 
-/** Built-ins loaded on first call: module → the functions src/ imports from it. */
+/** @type {Record<string, string[]>} Built-ins loaded on first call: module → the functions src/ imports from it. */
 const LAZY_BUILTINS = {
   'node:child_process': ['execFileSync', 'spawn'],
   'node:tty': ['isatty'],
 }
-/** Built-ins taken with require() (no ES facade): module → the named imports src/ uses (plus the default). */
+/** @type {Record<string, string[]>} Built-ins taken with require() (no ES facade): module → the named imports src/ uses (plus the default). */
 const REQUIRED_BUILTINS = {
   'node:fs': ['closeSync', 'existsSync', 'openSync', 'readFileSync', 'readSync', 'statfsSync', 'statSync', 'writeFileSync', 'writeSync'],
 }
 
+/** @param {string} name a key of LAZY_BUILTINS or REQUIRED_BUILTINS */
 function builtinShim(name) {
   const head = `import {createRequire} from 'node:module'\nconst require = createRequire(import.meta.url)\n`
   if (LAZY_BUILTINS[name]) {
     const fns = LAZY_BUILTINS[name].map((f) => `export function ${f}(...args) { return (m ??= require(${JSON.stringify(name)})).${f}(...args) }`)
     return `${head}let m\n${fns.join('\n')}\n`
   }
-  return `${head}const m = require(${JSON.stringify(name)})\nexport default m\nexport const {${REQUIRED_BUILTINS[name].join(', ')}} = m\n`
+  const required = REQUIRED_BUILTINS[name]
+  if (!required) throw new Error(`bundle-cni: no shim for ${name}`)
+  return `${head}const m = require(${JSON.stringify(name)})\nexport default m\nexport const {${required.join(', ')}} = m\n`
 }
 
+/** @type {import('esbuild').Plugin} */
 const builtinShims = {
   name: 'builtin-shims',
   setup(b) {
@@ -65,7 +69,7 @@ const builtinShims = {
 
 /** npm packages compiled into the bundle (their JavaScript; native addons are still loaded from node_modules). */
 const INLINED = /^(better-sqlite3|bindings|file-uri-to-path|netlink)(\/|$)/
-/** What the inlined packages' addon finders are replaced with: the addon path is known. */
+/** @type {Record<string, string>} What the inlined packages' addon finders are replaced with: the addon path is known. */
 const ADDON_SHIMS = {
   // better-sqlite3 only calls bindings() when no `nativeBinding` is given (src/lib/store/sqlite-addon.ts).
   bindings: `module.exports = function bindings(name) { const r = require; return r(r.resolve('better-sqlite3/package.json').replace(/package\\.json$/, 'build/Release/' + name)) }`,
@@ -87,6 +91,7 @@ function netlinkAddon() {
   const dir = path.dirname(req.resolve('netlink/package.json'))
   return path.relative(dir, req('node-gyp-build').path(dir))
 }
+/** @type {import('esbuild').Plugin} */
 const packages = {
   name: 'packages',
   setup(b) {
@@ -130,8 +135,8 @@ const LAZY = /\/node_modules\/(etcd3|cockatiel|yaml)\//
 // Only the packages named in INLINED may be compiled in; everything else is require()d from node_modules, where
 // the plugin process test's module trace sees it (that test proves an ADD loads neither oclif nor etcd3).
 for (const input of Object.keys(result.metafile.inputs)) {
-  const m = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)
-  if (m && !INLINED.test(m[1])) {
+  const dep = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1]
+  if (dep !== undefined && !INLINED.test(dep)) {
     fs.rmSync(OUT, {recursive: true, force: true})
     throw new Error(`bundle-cni: ${input} was compiled into a bundle; only ${INLINED} may be`)
   }
@@ -160,6 +165,7 @@ try {
     settings: {type: 'embedded', path: db, etcdEndpoints: [], timeoutMs: 10_000, sources: {}},
   })
   for (const name of Object.keys(ENTRIES)) {
+    /** @param {Record<string, unknown>} extra */
     const netconf = (extra) => JSON.stringify({
       cniVersion: '1.0.0', name: 'train', type: name, nodename: 'train-node', mtu: 1500,
       datastore_path: db, ipam_lock_file: path.join(scratch, 'ipam.lock'),
@@ -187,6 +193,7 @@ try {
     // Not spawnSync: the agent answering the IPAM plugin's second ADD runs in this process.
     r ??= await run(process.execPath, ['-e', code], env, conf)
     if (process.env.BUNDLE_CNI_VERBOSE) console.error(name, r.status, r.stdout, r.stderr)
+    /** @type {string[]} */
     const loaded = JSON.parse(/^LOADED (.*)$/m.exec(r.stderr)?.[1] ?? '[]')
     if (loaded.some((f) => LAZY.test(f))) throw new Error(`bundle-cni: an embedded ${name} ADD loaded ${loaded.filter((f) => LAZY.test(f))}; it must stay behind import()`)
     if (!fs.existsSync(path.join(OUT, `${name}.cjs.v8cache`))) throw new Error(`bundle-cni: no code cache for ${name}:\n${r.stdout}${r.stderr}`)
@@ -199,7 +206,14 @@ try {
   fs.rmSync(scratch, {recursive: true, force: true})
 }
 
-/** A child process with `env` and `input` on stdin, awaited without blocking this one's event loop. */
+/**
+ * A child process with `env` and `input` on stdin, awaited without blocking this one's event loop.
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {NodeJS.ProcessEnv} env
+ * @param {string} input
+ * @returns {Promise<{error?: Error, status: number | null, stdout: string, stderr: string}>}
+ */
 function run(cmd, args, env, input) {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, {env, stdio: ['pipe', 'pipe', 'pipe']})

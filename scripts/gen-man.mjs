@@ -20,6 +20,11 @@ import process from 'node:process';
 
 const BIN = 'ipamctl';
 
+/** @typedef {import('@oclif/core').Interfaces.Manifest} Manifest */
+/** @typedef {import('@oclif/core').Command.Cached} CachedCommand */
+/** @typedef {import('@oclif/core').Command.Flag.Cached} CachedFlag */
+/** @typedef {import('@oclif/core').Command.Arg.Cached} CachedArg */
+
 const EXIT_STATUS = [
   ['0', 'Success.'],
   ['1', 'Internal error.'],
@@ -32,17 +37,23 @@ const EXIT_STATUS = [
 
 // ---------------------------------------------------------------- arguments
 
+/**
+ * @param {string} [msg]
+ * @returns {never}
+ */
 function usage(msg) {
   if (msg) process.stderr.write(`gen-man: ${msg}\n`);
   process.stderr.write('usage: node scripts/gen-man.mjs [--manifest PATH] [--out DIR]\n');
   process.exit(2);
 }
 
+/** @param {string[]} argv */
 function parseArgs(argv) {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
   const opts = { manifest: join(root, 'oclif.manifest.json'), out: join(root, 'man', 'man1') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    if (a === undefined) break;
     const eq = a.indexOf('=');
     const name = eq >= 0 ? a.slice(0, eq) : a;
     if (name === '--help' || name === '-h') usage();
@@ -53,37 +64,47 @@ function parseArgs(argv) {
       value = argv[++i];
       if (value === undefined) usage(`${name} needs a value`);
     }
-    opts[name.slice(2)] = resolve(value);
+    opts[name === '--manifest' ? 'manifest' : 'out'] = resolve(value);
   }
   return opts;
 }
 
 // ---------------------------------------------------------------- escaping
 
-/** Escape text for a roff text line (not a request). */
+/**
+ * Escape text for a roff text line (not a request).
+ * @param {unknown} text
+ */
 function esc(text) {
   let s = String(text ?? '')
     .replace(/\\/g, '\\e')
     .replace(/-/g, '\\-')
-    .replace(/[^\x00-\x7f]/gu, (c) => `\\[u${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}]`);
+    .replace(/[^\x00-\x7f]/gu, (c) => `\\[u${/** @type {number} one character matched */ (c.codePointAt(0)).toString(16).toUpperCase().padStart(4, '0')}]`);
   // A line starting with . or ' would be read as a request.
   s = s.replace(/^([.'])/gm, '\\&$1');
   return s;
 }
 
-/** Escape text used as a quoted macro argument (e.g. in .TH). */
+/**
+ * Escape text used as a quoted macro argument (e.g. in .TH).
+ * @param {unknown} text
+ */
 function escArg(text) {
   return `"${esc(text).replace(/"/g, '\\(dq').replace(/\n/g, ' ')}"`;
 }
 
+/** @param {unknown} s */
 const bold = (s) => `\\fB${esc(s)}\\fR`;
+/** @param {unknown} s */
 const ital = (s) => `\\fI${esc(s)}\\fR`;
 
 /**
  * Turn free text into roff paragraphs: blank lines separate paragraphs.
  * `sep` is the paragraph macro (.IP keeps the indentation inside a .TP body).
+ * @param {unknown} text
  */
 function paragraphs(text, sep = '.PP') {
+  /** @type {string[]} */
   const out = [];
   const paras = String(text ?? '')
     .replace(/\r\n?/g, '\n')
@@ -101,16 +122,25 @@ function paragraphs(text, sep = '.PP') {
 
 // ---------------------------------------------------------------- helpers
 
-/** oclif ids use ':' between topics; show them with the ' ' topic separator. */
+/**
+ * oclif ids use ':' between topics; show them with the ' ' topic separator.
+ * @param {string} id
+ */
 const displayId = (id) => id.split(/[: ]/).filter(Boolean).join(' ');
+/** @param {string} id */
 const pageName = (id) => `${BIN}-${id.split(/[: ]/).filter(Boolean).join('-')}`;
 
+/**
+ * @param {unknown} text
+ * @param {string} id
+ */
 function template(text, id) {
   return String(text ?? '')
     .replace(/<%=\s*config\.bin\s*%>/g, BIN)
     .replace(/<%=\s*command\.id\s*%>/g, displayId(id));
 }
 
+/** @param {string} manifestPath */
 function formatDate(manifestPath) {
   const epoch = process.env.SOURCE_DATE_EPOCH;
   let date;
@@ -123,10 +153,16 @@ function formatDate(manifestPath) {
   return date.toISOString().slice(0, 10);
 }
 
+/**
+ * @param {string} title
+ * @param {string} date
+ * @param {string} version
+ */
 function th(title, date, version) {
   return `.TH ${escArg(title.toUpperCase())} "1" ${escArg(date)} ${escArg(`${BIN} ${version}`)} ${escArg(`${BIN} Manual`)}`;
 }
 
+/** @param {CachedCommand} cmd */
 function summaryOf(cmd) {
   if (cmd.summary) return String(cmd.summary).trim();
   const first = String(cmd.description ?? '').trim().split('\n')[0] ?? '';
@@ -139,12 +175,16 @@ function exitStatusSection() {
   return out;
 }
 
-/** Terminate a one-line summary with a full stop unless it has punctuation. */
+/**
+ * Terminate a one-line summary with a full stop unless it has punctuation.
+ * @param {unknown} text
+ */
 function sentence(text) {
   const t = String(text ?? '').trim();
   return t === '' || /[.!?:]$/.test(t) ? t : `${t}.`;
 }
 
+/** @param {unknown} v */
 function formatDefault(v) {
   if (Array.isArray(v)) return v.map(String).join(', ');
   if (typeof v === 'object' && v !== null) return JSON.stringify(v);
@@ -153,17 +193,20 @@ function formatDefault(v) {
 
 // ---------------------------------------------------------------- pages
 
+/** @param {CachedCommand} cmd */
 function argsOf(cmd) {
   const args = cmd.args ?? {};
   return (Array.isArray(args) ? args : Object.values(args)).filter((a) => a && !a.hidden);
 }
 
+/** @param {CachedCommand} cmd */
 function flagsOf(cmd) {
   return Object.entries(cmd.flags ?? {})
     .map(([name, f]) => ({ ...f, name: f.name ?? name }))
     .filter((f) => !f.hidden);
 }
 
+/** @param {CachedFlag} f */
 function flagTag(f) {
   const parts = [];
   if (f.char) parts.push(bold(`-${f.char}`));
@@ -174,6 +217,11 @@ function flagTag(f) {
   return parts.join(', ');
 }
 
+/**
+ * @param {CachedCommand} cmd
+ * @param {CachedFlag[]} flags
+ * @param {CachedArg[]} args
+ */
 function synopsis(cmd, flags, args) {
   const words = [bold(`${BIN} ${displayId(cmd.id)}`)];
   const required = flags.filter((f) => f.required);
@@ -185,13 +233,17 @@ function synopsis(cmd, flags, args) {
   return words.join(' ');
 }
 
+/** @param {CachedCommand} cmd */
 function examples(cmd) {
+  /** @type {string[]} */
   const out = [];
   for (const ex of cmd.examples ?? []) {
     let description = '';
+    /** @type {string[]} */
     let commands = [];
     if (typeof ex === 'string') {
       const lines = template(ex, cmd.id).replace(/\r\n?/g, '\n').split('\n');
+      /** @param {string} l */
       const isCmd = (l) => /^\s*\$\s/.test(l) || l.trim().startsWith(`${BIN} `) || l.trim() === BIN;
       if (lines.some(isCmd)) {
         description = lines.filter((l) => !isCmd(l)).join('\n');
@@ -216,6 +268,12 @@ function examples(cmd) {
   return out.length ? ['.SH EXAMPLES', ...out] : [];
 }
 
+/**
+ * @param {CachedCommand} cmd
+ * @param {CachedCommand[]} all
+ * @param {string} date
+ * @param {string} version
+ */
 function commandPage(cmd, all, date, version) {
   const flags = flagsOf(cmd);
   const args = argsOf(cmd);
@@ -260,12 +318,12 @@ function commandPage(cmd, all, date, version) {
         body.push(...paragraphs(description, '.IP'));
       }
       const notes = [];
-      if (f.options?.length) notes.push(`Allowed values: ${f.options.map(bold).join(', ')}.`);
+      if (f.type === 'option' && f.options?.length) notes.push(`Allowed values: ${f.options.map(bold).join(', ')}.`);
       const hasDefault =
         f.default !== undefined && f.default !== null && f.default !== '' && !(f.type === 'boolean' && f.default === false) &&
         !(Array.isArray(f.default) && f.default.length === 0);
       if (hasDefault) notes.push(`Default: ${bold(formatDefault(f.default))}.`);
-      if (f.multiple) notes.push('May be given more than once.');
+      if (f.type === 'option' && f.multiple) notes.push('May be given more than once.');
       if (f.required) notes.push('Required.');
       if (notes.length) {
         if (body.length) body.push('.IP');
@@ -285,11 +343,20 @@ function commandPage(cmd, all, date, version) {
   return lines.join('\n') + '\n';
 }
 
-/** Body of a .TP entry; an empty body still needs a line after the tag. */
+/**
+ * Body of a .TP entry; an empty body still needs a line after the tag.
+ * @param {string[]} body
+ */
 function joinBody(body) {
   return body.length ? body : ['\\&'];
 }
 
+/**
+ * @param {CachedCommand[]} cmds
+ * @param {string} date
+ * @param {string} version
+ * @param {string} description
+ */
 function indexPage(cmds, date, version, description) {
   const lines = [
     `.\\" Generated by scripts/gen-man.mjs from oclif.manifest.json; do not edit.`,
@@ -320,11 +387,12 @@ function main() {
     process.stderr.write(`gen-man: manifest not found: ${opts.manifest} (run \`oclif manifest\` first)\n`);
     process.exit(1);
   }
+  /** @type {Manifest} */
   let manifest;
   try {
     manifest = JSON.parse(readFileSync(opts.manifest, 'utf8'));
   } catch (err) {
-    process.stderr.write(`gen-man: cannot parse ${opts.manifest}: ${err.message}\n`);
+    process.stderr.write(`gen-man: cannot parse ${opts.manifest}: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   }
   const version = String(manifest.version ?? '');

@@ -29,7 +29,6 @@ async function ok(db: string, ...args: string[]): Promise<string> {
   return r.stdout;
 }
 
-let origin: string;
 let block: string;
 
 /** The read commands, with what each prints on the writable original. */

@@ -6,10 +6,53 @@ export function ip(...args: string[]): string {
   return execFileSync('ip', args, {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function ipJson<T = any>(...args: string[]): T {
+/** The fields of `ip -j` output that tests read; ip(8) prints more, and omits the optional ones when unset. */
+export interface IpAddrInfo {
+  family: 'inet' | 'inet6'
+  local: string
+  prefixlen: number
+  scope: string
+}
+export interface IpLink {
+  ifindex: number
+  ifname: string
+  flags: string[]
+  mtu: number
+  address?: string
+  ifalias?: string
+}
+/** A link in `ip -j addr show` output. */
+export interface IpLinkAddrs extends IpLink {
+  addr_info: IpAddrInfo[]
+}
+export interface IpRoute {
+  dst: string
+  dev?: string
+  gateway?: string
+  scope?: string
+  protocol?: string
+  table?: string
+  flags: string[]
+}
+export interface IpNeigh {
+  dst: string
+  dev?: string
+  lladdr?: string
+  state?: string[]
+}
+
+/** `ip -j <args>` parsed; T names what that listing holds (an empty listing is `[]`). */
+export function ipJson<T extends IpLink[] | IpLinkAddrs[] | IpRoute[] | IpNeigh[]>(...args: string[]): T {
   const out = ip('-j', ...args).trim()
   return (out ? JSON.parse(out) : []) as T
+}
+
+/** `ip -j <args>` that lists exactly one link (`link show dev X`, `addr show dev X`): that link. */
+export function ipLink<T extends IpLink | IpLinkAddrs = IpLink>(...args: string[]): T {
+  const links = ipJson<T[]>(...args)
+  const [link] = links
+  if (links.length !== 1 || link === undefined) throw new Error(`ip -j ${args.join(' ')}: ${links.length} links, expected one`)
+  return link
 }
 
 /** ip(8) where "already gone" is fine (cleanup). */

@@ -64,7 +64,7 @@ describe('agent GC loop', () => {
   });
 
   it('a leaked handle is deleted on the second pass if its revision did not change', async () => {
-    const { ctx, store, loop } = await setup();
+    const { store, loop } = await setup();
     await seed(store, keys.handle('orphan'), '{"block":{"10.65.0.0/26":1},"deleted":false}');
     assert.equal((await loop.pass()).result, undefined);
     const p = await loop.pass();

@@ -16,7 +16,7 @@ import { keys } from '../../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { newWorkloadEndpoint, workloadEndpointName } from '../../../src/lib/workload/endpoint.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
-import { ip, ipJson, netnsSkipReason, tryIp } from '../../support/netns.ts';
+import { ip, ipJson, netnsSkipReason, tryIp, type IpLink, type IpLinkAddrs, type IpRoute } from '../../support/netns.ts';
 import { type ProcResult, runProcess } from '../../support/process.ts';
 
 const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs');
@@ -35,17 +35,17 @@ const k8sVethOf = (ns: string, pod: string): string => `cali${createHash('sha1')
 /** cnitool-style IDs: `cnitool-` + hex, here all sharing their first 20 characters. */
 const cnitoolId = (tag: string): string => `cnitool-${RUN}abc${randomBytes(2).toString('hex')}`.slice(0, 20) + tag;
 
-const linkInfo = (name: string): any | undefined => {
+const linkInfo = (name: string): IpLink | undefined => {
   try {
-    return ipJson<any[]>('-d', 'link', 'show', 'dev', name)[0];
+    return ipJson<IpLink[]>('-d', 'link', 'show', 'dev', name)[0];
   } catch {
     return undefined;
   }
 };
-const podLinks = (ns: string): string[] => ipJson<any[]>('-n', ns, 'link', 'show').map((l) => l.ifname).filter((n) => n !== 'lo');
+const podLinks = (ns: string): string[] => ipJson<IpLink[]>('-n', ns, 'link', 'show').map((l) => l.ifname).filter((n) => n !== 'lo');
 const podV4 = (ns: string): string[] =>
-  ipJson<any[]>('-n', ns, '-4', 'addr', 'show', 'scope', 'global').flatMap((l) => (l.addr_info ?? []).map((a: any) => a.local));
-const hostRouteDevs = (addr: string): string[] => ipJson<any[]>('-4', 'route', 'show', 'table', 'all', `${addr}/32`).map((r) => r.dev);
+  ipJson<IpLinkAddrs[]>('-n', ns, '-4', 'addr', 'show', 'scope', 'global').flatMap((l) => (l.addr_info ?? []).map((a) => a.local));
+const hostRouteDevs = (addr: string): (string | undefined)[] => ipJson<IpRoute[]>('-4', 'route', 'show', 'table', 'all', `${addr}/32`).map((r) => r.dev);
 
 interface Box {
   db: string;
@@ -75,9 +75,14 @@ async function withStore<T>(db: string, fn: (s: SqliteStore) => Promise<T>): Pro
   }
 }
 /** WorkloadEndpoint specs by container ID. */
-const records = (db: string): Promise<Record<string, { interfaceName: string; ipNetworks: string[]; node: string }>> =>
+interface WepSummary {
+  interfaceName: string;
+  ipNetworks: string[];
+  node: string;
+}
+const records = (db: string): Promise<Record<string, WepSummary>> =>
   withStore(db, async (s) => {
-    const out: Record<string, any> = {};
+    const out: Record<string, WepSummary> = {};
     for (const kv of await s.list(keys.resourcePrefix('workloadendpoints'))) {
       const spec = JSON.parse(kv.value).spec;
       out[spec.containerID] = { interfaceName: spec.interfaceName, ipNetworks: spec.ipNetworks, node: spec.node };
@@ -108,9 +113,18 @@ function cni(command: string, env: { cid?: string; ns?: string; args?: string; i
   if (env.args) clean.CNI_ARGS = env.args;
   return runProcess(process.execPath, [CNI_BIN], { cwd: ROOT, env: clean, stdin });
 }
-function ok(p: ProcResult, what: string): any {
+function ok(p: ProcResult, what: string): void {
   assert.equal(p.code, 0, `${what} failed (${p.code}):\nstdout: ${p.stdout}\nstderr: ${p.stderr}`);
-  return p.stdout === '' ? undefined : JSON.parse(p.stdout);
+}
+/** The address part of an `ip/len` result entry. */
+const addrOf = (cidr: string): string => cidr.split('/')[0]!;
+interface AddResult {
+  interfaces: { name: string }[];
+  ips: { address: string }[];
+}
+function addResult(p: ProcResult, what: string): AddResult {
+  ok(p, what);
+  return JSON.parse(p.stdout);
 }
 function cniError(p: ProcResult): { code: number; msg: string } {
   assert.equal(p.code, 1, `expected exit 1, got ${p.code}: ${p.stdout}${p.stderr}`);
@@ -121,7 +135,9 @@ function foreignLink(t: TestContext, name: string, alias?: string): number {
   track(t, name);
   ip('link', 'add', name, 'type', 'veth', 'peer', 'name', `${name.slice(0, 14)}p`);
   if (alias) ip('link', 'set', 'dev', name, 'alias', alias);
-  return linkInfo(name).ifindex;
+  const link = linkInfo(name);
+  assert.ok(link, `${name} was created`);
+  return link.ifindex;
 }
 
 describe('host veth names and ownership (ipamctl-cni in real network namespaces)', { skip: SKIP }, () => {
@@ -141,9 +157,9 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     track(t, `cali${ids[0]!.slice(0, 11)}`); // the name the old code gave both
     const addrs: string[] = [];
     for (const [i, cid] of ids.entries()) {
-      const r = ok(await cni('ADD', { cid, ns: nss[i] }, sb.conf()), `ADD ${cid}`);
-      assert.equal(r.interfaces[0].name, vethOf(cid));
-      addrs.push(r.ips[0].address.split('/')[0]);
+      const r = addResult(await cni('ADD', { cid, ns: nss[i] }, sb.conf()), `ADD ${cid}`);
+      assert.equal(r.interfaces[0]!.name, vethOf(cid));
+      addrs.push(addrOf(r.ips[0]!.address));
     }
     assert.notEqual(vethOf(ids[0]!), vethOf(ids[1]!));
     const recs = await records(sb.db);
@@ -174,7 +190,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     track(t, `cali${ids[0]!.slice(0, 11)}`);
     const conf = sb.conf();
     const results = await Promise.all(ids.map((cid, i) => cni('ADD', { cid, ns: nss[i] }, conf)));
-    const addrs = results.map((p, i) => ok(p, `ADD ${i}`).ips[0].address.split('/')[0] as string);
+    const addrs = results.map((p, i) => addrOf(addResult(p, `ADD ${i}`).ips[0]!.address));
     assert.equal(new Set(addrs).size, 8, `addresses: ${addrs.join(' ')}`);
     const recs = await records(sb.db);
     assert.equal(Object.keys(recs).length, 8);
@@ -215,11 +231,12 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     const cid = cnitoolId('s');
     const ns = newNs(t);
     const old = foreignLink(t, vethOf(cid), `ipamctl-cni:${cid}`);
-    const r = ok(await cni('ADD', { cid, ns }, sb.conf()), 'ADD');
+    const r = addResult(await cni('ADD', { cid, ns }, sb.conf()), 'ADD');
     const now = linkInfo(vethOf(cid));
+    assert.ok(now, 'the host veth exists');
     assert.notEqual(now.ifindex, old, 'a new link');
     assert.equal(now.ifalias, `ipamctl-cni:${cid}`);
-    assert.deepEqual(podV4(ns), [r.ips[0].address.split('/')[0]]);
+    assert.deepEqual(podV4(ns), [addrOf(r.ips[0]!.address)]);
     ok(await cni('DEL', { cid, ns }, sb.conf()), 'DEL');
   });
 
@@ -232,11 +249,11 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     const [oldCid, newCid] = [randomBytes(32).toString('hex'), randomBytes(32).toString('hex')];
     const [oldNs, newNs_] = [newNs(t), newNs(t)];
     ok(await cni('ADD', { cid: oldCid, ns: oldNs, args }, sb.conf()), 'ADD old');
-    const r = ok(await cni('ADD', { cid: newCid, ns: newNs_, args }, sb.conf()), 'ADD new');
+    const r = addResult(await cni('ADD', { cid: newCid, ns: newNs_, args }, sb.conf()), 'ADD new');
     assert.equal(linkInfo(veth)?.ifalias, `ipamctl-cni:${newCid}`);
     ok(await cni('DEL', { cid: oldCid, ns: oldNs, args }, sb.conf()), 'DEL old');
     assert.equal(linkInfo(veth)?.ifalias, `ipamctl-cni:${newCid}`, 'the new sandbox keeps its veth');
-    assert.deepEqual(podV4(newNs_), [r.ips[0].address.split('/')[0]]);
+    assert.deepEqual(podV4(newNs_), [addrOf(r.ips[0]!.address)]);
     assert.deepEqual(Object.keys(await records(sb.db)), [newCid]);
     ok(await cni('DEL', { cid: newCid, ns: newNs_, args }, sb.conf()), 'DEL new');
     assert.equal(linkInfo(veth), undefined);
@@ -273,13 +290,13 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     const ns = newNs(t);
     track(t, vethOf(cid));
     track(t, legacy);
-    const r = ok(await cni('ADD', { cid, ns }, sb.conf()), 'ADD');
+    const r = addResult(await cni('ADD', { cid, ns }, sb.conf()), 'ADD');
     // Make it look as an older ipamctl left it: the old name, no marker, and the record naming it.
     ip('link', 'set', 'dev', vethOf(cid), 'down');
     ip('link', 'set', 'dev', vethOf(cid), 'name', legacy);
     ip('link', 'set', 'dev', legacy, 'alias', '');
     ip('link', 'set', 'dev', legacy, 'up');
-    const v4 = r.ips[0].address.split('/')[0];
+    const v4 = addrOf(r.ips[0]!.address);
     ip('route', 'replace', `${v4}/32`, 'dev', legacy, 'scope', 'link');
     await withStore(sb.db, async (s) => {
       const [kv] = await s.list(keys.resourcePrefix('workloadendpoints'));
@@ -304,7 +321,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     for (const cid of [keep, drop, taken]) {
       nss[cid] = newNs(t);
       track(t, vethOf(cid));
-      addrs[cid] = ok(await cni('ADD', { cid, ns: nss[cid] }, sb.conf()), `ADD ${cid}`).ips[0].address.split('/')[0];
+      addrs[cid] = addrOf(addResult(await cni('ADD', { cid, ns: nss[cid] }, sb.conf()), `ADD ${cid}`).ips[0]!.address);
     }
     // `taken`'s veth now claims to be another attachment's: GC must not delete it.
     ip('link', 'set', 'dev', vethOf(taken), 'alias', 'ipamctl-cni:someone-else');

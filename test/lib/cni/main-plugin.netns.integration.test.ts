@@ -20,7 +20,7 @@ import { keys } from '../../../src/lib/store/keys.ts';
 import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
 import { startAgentProc } from '../../support/agent.ts';
-import { ip, ipJson, listenInNetns, netnsSkipReason, tcpExchange, tryIp } from '../../support/netns.ts';
+import { ip, ipJson, ipLink, listenInNetns, netnsSkipReason, tcpExchange, tryIp, type IpLink, type IpLinkAddrs, type IpRoute } from '../../support/netns.ts';
 
 const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs');
 const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
@@ -51,10 +51,10 @@ const linkExists = (name: string): boolean => {
   }
 };
 /** Links of a netns other than lo. */
-const podLinks = (ns: string): string[] => ipJson<any[]>('-n', ns, 'link', 'show').map((l) => l.ifname).filter((n) => n !== 'lo');
+const podLinks = (ns: string): string[] => ipJson<IpLink[]>('-n', ns, 'link', 'show').map((l) => l.ifname).filter((n) => n !== 'lo');
 const podAddrs = (ns: string, dev = 'eth0'): { family: string; local: string; prefixlen: number; scope: string }[] =>
-  ipJson<any[]>('-n', ns, 'addr', 'show', 'dev', dev).flatMap((l) => l.addr_info ?? []);
-const hostRoutes = (addr: string): any[] => ipJson<any[]>(addr.includes(':') ? '-6' : '-4', 'route', 'show', 'table', 'all', addr.includes(':') ? `${addr}/128` : `${addr}/32`);
+  ipJson<IpLinkAddrs[]>('-n', ns, 'addr', 'show', 'dev', dev).flatMap((l) => l.addr_info ?? []);
+const hostRoutes = (addr: string): IpRoute[] => ipJson<IpRoute[]>(addr.includes(':') ? '-6' : '-4', 'route', 'show', 'table', 'all', addr.includes(':') ? `${addr}/128` : `${addr}/32`);
 
 // ------------------------------------------------------------------------------------------------ processes
 
@@ -68,9 +68,12 @@ function exec(file: string, env: Record<string, string | undefined>, stdin = '',
   return runProcess(cmd, argv, { cwd: ROOT, env: clean, stdin });
 }
 
-function ok(p: Proc, what = 'plugin'): any {
+function ok(p: Proc, what = 'plugin'): void {
   assert.equal(p.code, 0, `${what} failed (${p.code}):\nstdout: ${p.stdout}\nstderr: ${p.stderr}`);
-  return p.stdout === '' ? undefined : JSON.parse(p.stdout);
+}
+function addResult(p: Proc, what = 'plugin'): AddResult {
+  ok(p, what);
+  return JSON.parse(p.stdout);
 }
 /** A successful DEL/CHECK: exit 0 and nothing on stdout. */
 function quiet(p: Proc, what: string): void {
@@ -97,7 +100,7 @@ interface Sandbox {
   v6: string;
   /** The netconf (a JSON string) of the main plugin. */
   conf(o?: { version?: string; ipam?: Record<string, unknown>; extra?: Record<string, unknown> }): string;
-  confObj(o?: { version?: string; ipam?: Record<string, unknown>; extra?: Record<string, unknown> }): Record<string, any>;
+  confObj(o?: { version?: string; ipam?: Record<string, unknown>; extra?: Record<string, unknown> }): Record<string, unknown>;
 }
 
 async function sandbox(): Promise<Sandbox> {
@@ -241,7 +244,7 @@ async function assertWired(sb: Sandbox, pod: Pod, r: AddResult, o: { version: st
   assert.equal(r.cniVersion, o.version);
   assert.equal(r.interfaces.length, 2);
   assert.deepEqual({ name: r.interfaces[0]!.name, mac: r.interfaces[0]!.mac, sandbox: r.interfaces[0]!.sandbox }, { name: pod.hostVeth, mac: HOST_MAC, sandbox: undefined });
-  const podLink = ipJson<any[]>('-n', pod.ns, 'link', 'show', 'dev', pod.ifName)[0];
+  const podLink = ipLink('-n', pod.ns, 'link', 'show', 'dev', pod.ifName);
   assert.deepEqual(
     { name: r.interfaces[1]!.name, mac: r.interfaces[1]!.mac, sandbox: r.interfaces[1]!.sandbox },
     { name: pod.ifName, mac: podLink.address, sandbox: pod.netns },
@@ -265,7 +268,7 @@ async function assertWired(sb: Sandbox, pod: Pod, r: AddResult, o: { version: st
   if (o.mtu) assert.equal(podLink.mtu, o.mtu);
   const globals = podAddrs(pod.ns, pod.ifName).filter((a) => a.scope === 'global').map((a) => `${a.local}/${a.prefixlen}`);
   assert.deepEqual(globals, [`${v4}/32`, ...(v6 ? [`${v6}/128`] : [])]);
-  const routes4 = ipJson<any[]>('-n', pod.ns, '-4', 'route', 'show').map((x) => ({ dst: x.dst, gateway: x.gateway, dev: x.dev, scope: x.scope }));
+  const routes4 = ipJson<IpRoute[]>('-n', pod.ns, '-4', 'route', 'show').map((x) => ({ dst: x.dst, gateway: x.gateway, dev: x.dev, scope: x.scope }));
   assert.deepEqual(
     new Set(routes4.map((x) => JSON.stringify(x))),
     new Set([
@@ -274,12 +277,12 @@ async function assertWired(sb: Sandbox, pod: Pod, r: AddResult, o: { version: st
     ]),
   );
   if (v6) {
-    const def6 = ipJson<any[]>('-n', pod.ns, '-6', 'route', 'show', 'default');
+    const def6 = ipJson<IpRoute[]>('-n', pod.ns, '-6', 'route', 'show', 'default');
     assert.deepEqual(def6.map((x) => [x.gateway, x.dev]), [[HOST_LL6, pod.ifName]]);
   }
 
   // Host: the veth with its fixed MAC, and a route per pod address through it.
-  const hostLink = ipJson<any[]>('link', 'show', 'dev', pod.hostVeth)[0];
+  const hostLink = ipLink('link', 'show', 'dev', pod.hostVeth);
   assert.equal(hostLink.address, HOST_MAC);
   assert.ok(hostLink.flags.includes('UP'));
   if (o.mtu) assert.equal(hostLink.mtu, o.mtu);
@@ -334,7 +337,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       it(`${version}: result, pod netns, host veth and route, WorkloadEndpoint; DEL removes it all (twice)`, async (t) => {
         const sb = await sandbox();
         const pod = newPod(t);
-        const r = ok(await cni(pod, 'ADD', sb.conf({ version })));
+        const r = addResult(await cni(pod, 'ADD', sb.conf({ version })));
         const { v4 } = await assertWired(sb, pod, r, { version });
         // DEL as libcni sends it: with the ADD result as prevResult from 0.4.0 on.
         const delConf = version === '0.3.1' ? sb.conf({ version }) : JSON.stringify({ ...sb.confObj({ version }), prevResult: r });
@@ -347,8 +350,8 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     it('dual stack (assign_ipv6 "true") with the netconf MTU, a plain-CNI pod (container-ID veth name)', async (t) => {
       const sb = await sandbox();
       const pod = newPod(t, { k8s: false });
-      const r = ok(await cni(pod, 'ADD', sb.conf({ ipam: { assign_ipv6: 'true' }, extra: { mtu: 1400 } })));
-      assert.equal(r.interfaces[1].mtu, 1400);
+      const r = addResult(await cni(pod, 'ADD', sb.conf({ ipam: { assign_ipv6: 'true' }, extra: { mtu: 1400 } })));
+      assert.equal(r.interfaces[1]!.mtu, 1400);
       const { v4, v6 } = await assertWired(sb, pod, r, { version: '1.0.0', v6: true, mtu: 1400 });
       quiet(await cni(pod, 'DEL', sb.conf()), 'DEL');
       await assertGone(sb, pod, [v4, v6]);
@@ -357,8 +360,9 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     it('the host reaches a TCP listener inside the pod over the veth (IPv4 and IPv6)', async (t) => {
       const sb = await sandbox();
       const pod = newPod(t);
-      const r = ok(await cni(pod, 'ADD', sb.conf({ ipam: { assign_ipv6: 'true' } })));
+      const r = addResult(await cni(pod, 'ADD', sb.conf({ ipam: { assign_ipv6: 'true' } })));
       const [v4, v6] = r.ips.map((i: { address: string }) => addrOf(i.address));
+      assert.ok(v4 && v6, 'an IPv4 and an IPv6 address');
       const listener = await listenInNetns(pod.ns, '::', 18080);
       t.after(() => listener.kill('SIGKILL'));
       assert.equal(await tcpExchange(v4, 18080), 'pong');
@@ -373,8 +377,8 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       it(`${version}: passes right after ADD, fails once the pod address is removed`, async (t) => {
         const sb = await sandbox();
         const pod = newPod(t);
-        const r = ok(await cni(pod, 'ADD', sb.conf({ version })));
-        const v4 = addrOf(r.ips[0].address);
+        const r = addResult(await cni(pod, 'ADD', sb.conf({ version })));
+        const v4 = addrOf(r.ips[0]!.address);
         const withPrev = JSON.stringify({ ...sb.confObj({ version }), prevResult: r });
         quiet(await cni(pod, 'CHECK', withPrev), 'CHECK after ADD');
         ip('-n', pod.ns, 'addr', 'del', `${v4}/32`, 'dev', 'eth0');
@@ -398,8 +402,8 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     it('netns already deleted: exit 0, host veth and route removed, addresses released', async (t) => {
       const sb = await sandbox();
       const pod = newPod(t);
-      const r = ok(await cni(pod, 'ADD', sb.conf()));
-      const v4 = addrOf(r.ips[0].address);
+      const r = addResult(await cni(pod, 'ADD', sb.conf()));
+      const v4 = addrOf(r.ips[0]!.address);
       ip('netns', 'del', pod.ns);
       quiet(await cni(pod, 'DEL', sb.conf()), 'DEL with the netns gone');
       await assertGone(sb, pod, [v4], { nsGone: true });
@@ -408,8 +412,8 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     it('CNI_NETNS unset: exit 0, the host veth (and with it the pod end) removed, addresses released', async (t) => {
       const sb = await sandbox();
       const pod = newPod(t);
-      const r = ok(await cni(pod, 'ADD', sb.conf()));
-      const v4 = addrOf(r.ips[0].address);
+      const r = addResult(await cni(pod, 'ADD', sb.conf()));
+      const v4 = addrOf(r.ips[0]!.address);
       quiet(await cni(pod, 'DEL', sb.conf(), { CNI_NETNS: undefined }), 'DEL without CNI_NETNS');
       await assertGone(sb, pod, [v4]);
     });
@@ -428,9 +432,9 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     const conf = sb.conf();
     const results = await Promise.all(many.map((p) => cni(p, 'ADD', conf)));
     const addrs = results.map((p, i) => {
-      const r = ok(p, `ADD ${i}`);
-      assert.equal(r.interfaces[0].name, many[i]!.hostVeth);
-      return addrOf(r.ips[0].address);
+      const r = addResult(p, `ADD ${i}`);
+      assert.equal(r.interfaces[0]!.name, many[i]!.hostVeth);
+      return addrOf(r.ips[0]!.address);
     });
     assert.equal(new Set(addrs).size, 20, `addresses: ${addrs.join(' ')}`);
     many.forEach((p, i) => {
@@ -454,7 +458,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     const pod = newPod(t);
     const trace = path.join(sb.dir, 'trace.txt');
     const add = await cni(pod, 'ADD', conf, { NODE_OPTIONS: `--import ${TRACE}`, IPAMCTL_TRACE_MODULES: trace });
-    const { v4 } = await assertWired(sb, pod, ok(add), { version: '1.0.0' });
+    const { v4 } = await assertWired(sb, pod, addResult(add), { version: '1.0.0' });
     assert.equal(add.stderr, '', 'answered by the agent: no fallback');
     const modules = fs.readFileSync(trace, 'utf8').split('\n');
     assert.ok(modules.some((m) => m.endsWith('/unix-exchange/index.js')), 'the plugin talked to the agent');
@@ -469,7 +473,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
     assert.equal(await agent.exited, 0);
     const pod2 = newPod(t);
     const add2 = await cni(pod2, 'ADD', conf);
-    const direct = await assertWired(sb, pod2, ok(add2), { version: '1.0.0' });
+    const direct = await assertWired(sb, pod2, addResult(add2), { version: '1.0.0' });
     assert.match(add2.stderr, /using the datastore directly|^$/);
     quiet(await cni(pod2, 'DEL', conf), 'DEL without the agent');
     await assertGone(sb, pod2, [direct.v4]);
@@ -519,7 +523,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const sb = await sandbox();
       const pod = newPod(t);
       const args = `${pod.cniArgs};FOO=bar`;
-      const r = ok(await cni(pod, 'ADD', sb.conf(), { CNI_ARGS: args }));
+      const r = addResult(await cni(pod, 'ADD', sb.conf(), { CNI_ARGS: args }));
       const { v4 } = await assertWired(sb, pod, r, { version: '1.0.0' });
       quiet(await cni(pod, 'DEL', sb.conf(), { CNI_ARGS: args }), 'DEL');
       await assertGone(sb, pod, [v4]);
@@ -557,7 +561,7 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
   });
 
   describe('delegation to host-local (exec on CNI_PATH)', { skip: SKIP_HOST_LOCAL }, () => {
-    function hostLocalConf(sb: Sandbox, dataDir: string, version = '1.0.0'): Record<string, any> {
+    function hostLocalConf(sb: Sandbox, dataDir: string, version = '1.0.0'): Record<string, unknown> {
       return { ...sb.confObj({ version }), name: 'hl-net', ipam: { type: 'host-local', ranges: [[{ subnet: `10.197.${RUN_OCTET}.0/24` }]], dataDir } };
     }
     /** host-local's reservations: one file per address, named by it, holding the container ID. */
@@ -578,9 +582,9 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const dataDir = path.join(sb.dir, 'host-local');
       const conf = hostLocalConf(sb, dataDir);
       const env = { CNI_PATH: HOST_LOCAL_DIR };
-      const r = ok(await cni(pod, 'ADD', JSON.stringify(conf), env));
+      const r = addResult(await cni(pod, 'ADD', JSON.stringify(conf), env));
       assert.equal(r.ips.length, 1);
-      const v4 = addrOf(r.ips[0].address);
+      const v4 = addrOf(r.ips[0]!.address);
       assert.ok(v4.startsWith(`10.197.${RUN_OCTET}.`), `${v4} in 10.197.${RUN_OCTET}.0/24`);
       assert.deepEqual(r.ips[0], { address: `${v4}/32`, interface: 1 });
       assert.deepEqual(reservations(dataDir), { [v4]: pod.cid });
@@ -603,11 +607,11 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
       const dataDir = path.join(sb.dir, 'host-local');
       const conf = JSON.stringify(hostLocalConf(sb, dataDir));
       const env = { CNI_PATH: HOST_LOCAL_DIR, CNI_ARGS: args };
-      const r = ok(await cni(pod, 'ADD', conf, env));
-      assert.equal(r.interfaces[0].name, pod.hostVeth);
+      const r = addResult(await cni(pod, 'ADD', conf, env));
+      assert.equal(r.interfaces[0]!.name, pod.hostVeth);
       quiet(await cni(pod, 'DEL', conf, env), 'DEL');
       assert.deepEqual(reservations(dataDir), {});
-      await assertGone(sb, pod, [addrOf(r.ips[0].address)]);
+      await assertGone(sb, pod, [addrOf(r.ips[0]!.address)]);
     });
 
     it('an ADD refused because CNI_IFNAME exists does not run host-local', async (t) => {
@@ -653,14 +657,14 @@ describe('ipamctl-cni in real network namespaces', { skip: SKIP }, () => {
         allLinks.add(hostVeth);
         t.after(() => tryIp('link', 'del', 'dev', hostVeth));
         const added = await tool('add');
-        const r = ok(added, 'cnitool add') as AddResult;
+        const r = addResult(added, 'cnitool add');
         assert.equal(r.cniVersion, version);
         assert.equal(r.interfaces[0]!.name, hostVeth);
         assert.equal(r.interfaces[1]!.sandbox, pod.netns);
         const [v4, v6] = r.ips.map((i) => addrOf(i.address));
         const globals = podAddrs(pod.ns).filter((a) => a.scope === 'global').map((a) => `${a.local}/${a.prefixlen}`);
         assert.deepEqual(globals, [`${v4}/32`, `${v6}/128`]);
-        assert.equal(ipJson<any[]>('-n', pod.ns, 'link', 'show', 'dev', 'eth0')[0].mtu, 1450);
+        assert.equal(ipLink('-n', pod.ns, 'link', 'show', 'dev', 'eth0').mtu, 1450);
         assert.deepEqual(hostRoutes(v4!).map((x) => x.dev), [hostVeth]);
         const cache = path.join(env.CNI_CACHE_DIR!, 'results', `${NET}-${cid}-eth0`);
         assert.ok(fs.existsSync(cache), 'libcni cached the result');

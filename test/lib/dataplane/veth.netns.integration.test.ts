@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ip, ipJson, listenInNetns, netnsSkipReason, tcpExchange, tryIp } from '../../support/netns.ts';
+import { ip, ipJson, ipLink, listenInNetns, netnsSkipReason, tcpExchange, tryIp, type IpLink, type IpLinkAddrs, type IpNeigh, type IpRoute } from '../../support/netns.ts';
 
 type Veth = typeof import('../../../src/lib/dataplane/veth.ts');
 type Netns = typeof import('../../../src/lib/dataplane/netns.ts');
@@ -48,9 +48,9 @@ function hostLinkExists(name: string): boolean {
     return false;
   }
 }
-const hostRoutes = (dst: string, family: '-4' | '-6' = '-4') => ipJson<any[]>(family, 'route', 'show', 'table', 'all', dst);
+const hostRoutes = (dst: string, family: '-4' | '-6' = '-4') => ipJson<IpRoute[]>(family, 'route', 'show', 'table', 'all', dst);
 /** Global-scope addresses of every link in a netns. */
-const globalAddrs = (ns: string): string[] => ipJson<any[]>('-n', ns, 'addr', 'show', 'scope', 'global').flatMap((l) => (l.addr_info ?? []).map((a: any) => a.local)).filter((a) => a !== undefined);
+const globalAddrs = (ns: string): string[] => ipJson<IpLinkAddrs[]>('-n', ns, 'addr', 'show', 'scope', 'global').flatMap((l) => (l.addr_info ?? []).map((a) => a.local)).filter((a) => a !== undefined);
 const sysctl = (key: string, ns?: string): string =>
   (ns ? execFileSync('ip', ['netns', 'exec', ns, 'cat', `/proc/sys/${key.replaceAll('.', '/')}`], { encoding: 'utf8' }) : readFileSync(`/proc/sys/${key.replaceAll('.', '/')}`, 'utf8')).trim();
 
@@ -148,33 +148,33 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     assert.deepEqual(res.warnings, []);
 
     // pod link and addresses
-    const [podLink] = ipJson('-n', ns.name, 'addr', 'show', 'dev', 'eth0');
+    const podLink = ipLink<IpLinkAddrs>('-n', ns.name, 'addr', 'show', 'dev', 'eth0');
     assert.ok(podLink.flags.includes('UP'), 'pod link up');
     assert.equal(podLink.mtu, 1400);
     assert.equal(podLink.address, res.podMac);
-    const global = podLink.addr_info.filter((a: any) => a.scope === 'global').map((a: any) => `${a.local}/${a.prefixlen}`);
+    const global = podLink.addr_info.filter((a) => a.scope === 'global').map((a) => `${a.local}/${a.prefixlen}`);
     assert.deepEqual(global.sort(), [`${v4(1)}/32`, `${v6(1)}/128`].sort());
 
     // pod routes, exactly Calico's layout
-    const routes4 = ipJson<any[]>('-n', ns.name, '-4', 'route', 'show').map((r) => ({ dst: r.dst, gateway: r.gateway, dev: r.dev, scope: r.scope }));
+    const routes4 = ipJson<IpRoute[]>('-n', ns.name, '-4', 'route', 'show').map((r) => ({ dst: r.dst, gateway: r.gateway, dev: r.dev, scope: r.scope }));
     assert.deepEqual(routes4, [
       { dst: 'default', gateway: '169.254.1.1', dev: 'eth0', scope: undefined },
       { dst: '169.254.1.1', gateway: undefined, dev: 'eth0', scope: 'link' },
     ]);
-    const default6 = ipJson<any[]>('-n', ns.name, '-6', 'route', 'show', 'default');
+    const default6 = ipJson<IpRoute[]>('-n', ns.name, '-6', 'route', 'show', 'default');
     assert.deepEqual(
       default6.map((r) => ({ gateway: r.gateway, dev: r.dev })),
       [{ gateway: 'fe80::ecee:eeff:feee:eeee', dev: 'eth0' }],
     );
-    const neigh = ipJson<any[]>('-n', ns.name, 'neigh', 'show', '169.254.1.1');
+    const neigh = ipJson<IpNeigh[]>('-n', ns.name, 'neigh', 'show', '169.254.1.1');
     assert.deepEqual(neigh.map((n) => ({ dev: n.dev, lladdr: n.lladdr, state: n.state })), [{ dev: 'eth0', lladdr: 'ee:ee:ee:ee:ee:ee', state: ['PERMANENT'] }]);
 
     // host veth
-    const [hostLink] = ipJson('addr', 'show', 'dev', hostIf);
+    const hostLink = ipLink<IpLinkAddrs>('addr', 'show', 'dev', hostIf);
     assert.equal(hostLink.address, 'ee:ee:ee:ee:ee:ee');
     assert.equal(hostLink.mtu, 1400);
     assert.ok(hostLink.flags.includes('UP'), 'host link up');
-    assert.ok(hostLink.addr_info.some((a: any) => a.local === 'fe80::ecee:eeff:feee:eeee'));
+    assert.ok(hostLink.addr_info.some((a) => a.local === 'fe80::ecee:eeff:feee:eeee'));
     assert.deepEqual(hostRoutes(`${v4(1)}/32`).map((r) => ({ dst: r.dst, dev: r.dev, scope: r.scope })), [{ dst: v4(1), dev: hostIf, scope: 'link' }]);
     assert.deepEqual(hostRoutes(`${v6(1)}/128`, '-6').filter((r) => !r.table || r.table === 'main').map((r) => ({ dst: r.dst, dev: r.dev })), [{ dst: v6(1), dev: hostIf }]);
 
@@ -217,28 +217,28 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
       await veth.checkPod(req);
       // (Deleting the only IPv4 address would make the kernel flush the pod's IPv4 routes too, so tamper with v6.)
       ip('-n', ns.name, 'addr', 'del', `${v6(1)}/128`, 'dev', 'eth0');
-      await assert.rejects(veth.checkPod(req), (e: any) => e instanceof errors.PodCheckError && e.mismatch === 'pod-address-missing');
+      await assert.rejects(veth.checkPod(req), (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'pod-address-missing');
       ip('-n', ns.name, 'addr', 'add', `${v6(1)}/128`, 'dev', 'eth0', 'nodad');
       ip('-n', ns.name, 'route', 'del', 'default');
-      await assert.rejects(veth.checkPod(req), (e: any) => e instanceof errors.PodCheckError && e.mismatch === 'pod-route-missing');
+      await assert.rejects(veth.checkPod(req), (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'pod-route-missing');
       ip('-n', ns.name, 'route', 'add', 'default', 'via', '169.254.1.1', 'dev', 'eth0');
       await veth.checkPod(req);
       ip('route', 'del', `${v6(1)}/128`, 'dev', hostIf);
-      await assert.rejects(veth.checkPod(req), (e: any) => e instanceof errors.PodCheckError && e.mismatch === 'host-route-missing');
+      await assert.rejects(veth.checkPod(req), (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'host-route-missing');
       ip('-6', 'route', 'add', `${v6(1)}/128`, 'dev', hostIf);
       ip('-n', ns.name, 'link', 'set', 'eth0', 'down');
-      await assert.rejects(veth.checkPod(req), (e: any) => e instanceof errors.PodCheckError && e.mismatch === 'pod-link-down');
+      await assert.rejects(veth.checkPod(req), (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'pod-link-down');
     });
 
     await t.test('unwirePod removes link, addresses and host routes; a second call succeeds', async () => {
       await veth.unwirePod(req);
       assert.equal(hostLinkExists(hostIf), false);
-      assert.deepEqual(ipJson('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
+      assert.deepEqual(ipJson<IpLink[]>('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
       assert.deepEqual(globalAddrs(ns.name), []);
       assert.deepEqual(hostRoutes(`${v4(1)}/32`), []);
       assert.deepEqual(hostRoutes(`${v6(1)}/128`, '-6'), []);
       await veth.unwirePod(req);
-      await assert.rejects(veth.checkPod(req), (e: any) => e instanceof errors.PodCheckError && e.mismatch === 'pod-link-missing');
+      await assert.rejects(veth.checkPod(req), (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'pod-link-missing');
     });
   });
 
@@ -249,10 +249,10 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     assert.equal(res.podMac, '0a:58:0a:c7:00:02');
     assert.equal(res.mtu, 1500);
     assert.equal(res.sandbox, ns.name);
-    const [podLink] = ipJson('-n', ns.name, 'link', 'show', 'dev', 'net1');
+    const podLink = ipLink('-n', ns.name, 'link', 'show', 'dev', 'net1');
     assert.equal(podLink.address, '0a:58:0a:c7:00:02');
     assert.equal(sysctl('net.ipv4.ip_forward', ns.name), '1');
-    assert.deepEqual(ipJson('-n', ns.name, '-6', 'route', 'show', 'default'), []);
+    assert.deepEqual(ipJson<IpRoute[]>('-n', ns.name, '-6', 'route', 'show', 'default'), []);
     assert.equal(sysctl(`net.ipv4.conf.${hostIf}.proxy_arp`), '1');
     await veth.checkPod({ netns: ns.name, ifName: 'net1', hostIfName: hostIf, ipv4: v4(2), podMac: '0a:58:0a:c7:00:02' });
     await veth.unwirePod({ netns: ns.name, ifName: 'net1', hostIfName: hostIf, ipv4: v4(2) });
@@ -275,8 +275,8 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     await timedWire({ netns: b.path, ifName: 'eth0', hostIfName: hostB, ipv4: v4(4) });
     await veth.unwirePod({ ifName: 'eth0', hostIfName: hostB, ipv4: v4(4) });
     assert.equal(hostLinkExists(hostB), false);
-    assert.deepEqual(ipJson('-n', b.name, 'link', 'show', 'dev', 'lo').length, 1);
-    assert.deepEqual(ipJson('-n', b.name, 'link', 'show', 'type', 'veth'), []);
+    assert.deepEqual(ipJson<IpLink[]>('-n', b.name, 'link', 'show', 'dev', 'lo').length, 1);
+    assert.deepEqual(ipJson<IpLink[]>('-n', b.name, 'link', 'show', 'type', 'veth'), []);
     assert.deepEqual(hostRoutes(`${v4(4)}/32`), []);
   });
 
@@ -295,7 +295,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     await assert.rejects(veth.wirePod({ netns: ns.path, ifName: 'eth0/1', hostIfName: hostName('f'), ipv4: v4(6) }), errors.InvalidInterfaceNameError);
     await assert.rejects(veth.wirePod({ netns: ns.path, ifName: 'eth0', hostIfName: 'cali0123456789abcdef', ipv4: v4(6) }), base.ValidationError);
     await assert.rejects(veth.wirePod({ netns: ns.path, ifName: 'eth0', hostIfName: hostName('f'), ipv4: v6(6) }), errors.InvalidWireRequestError);
-    assert.deepEqual(ipJson('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
+    assert.deepEqual(ipJson<IpLink[]>('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
   });
 
   test('CNI_IFNAME already present in the pod → InterfaceExistsError, nothing left behind', async () => {
@@ -308,7 +308,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     );
     assert.equal(hostLinkExists(hostIf), false);
     assert.deepEqual(hostRoutes(`${v4(7)}/32`), []);
-    const names = ipJson<any[]>('-n', ns.name, 'link', 'show').map((l) => l.ifname).sort();
+    const names = ipJson<IpLink[]>('-n', ns.name, 'link', 'show').map((l) => l.ifname).sort();
     assert.deepEqual(names, ['eth0', 'lo', 'other0']);
     assert.deepEqual(globalAddrs(ns.name), []);
   });
@@ -320,9 +320,9 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     ip('link', 'add', other, 'type', 'veth', 'peer', 'name', `${other}p`);
     ip('link', 'set', other, 'up');
     ip('route', 'add', `${v4(200)}/32`, 'dev', other);
-    const otherIndex = ipJson('link', 'show', 'dev', other)[0].ifindex;
+    const otherIndex = ipLink('link', 'show', 'dev', other).ifindex;
     const hostIf = hostName('h');
-    await assert.rejects(veth.wirePod({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(200) }), (e: any) => {
+    await assert.rejects(veth.wirePod({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(200) }), (e: unknown) => {
       assert.ok(e instanceof errors.RouteConflictError, String(e));
       assert.ok(e instanceof base.ConflictError);
       const dst = `${v4(200)}/32`.replaceAll('.', '\\.');
@@ -333,7 +333,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
       return true;
     });
     assert.equal(hostLinkExists(hostIf), false);
-    assert.deepEqual(ipJson('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
+    assert.deepEqual(ipJson<IpLink[]>('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
     assert.deepEqual(hostRoutes(`${v4(200)}/32`).map((r) => r.dev), [other], 'the other link keeps its route');
   });
 
@@ -347,17 +347,17 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     const hostIf = hostName('j');
     await assert.rejects(
       veth.wirePod({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(201), ipv6: v6(201) }),
-      (e: any) => e instanceof errors.RouteConflictError && e.message.includes(`Dst: ${v6(201)}/128, Scope: 253) already exists for an interface other than '${hostIf}'`),
+      (e: unknown) => e instanceof errors.RouteConflictError && e.message.includes(`Dst: ${v6(201)}/128, Scope: 253) already exists for an interface other than '${hostIf}'`),
     );
     assert.equal(hostLinkExists(hostIf), false);
     assert.deepEqual(hostRoutes(`${v4(201)}/32`), []);
-    assert.deepEqual(ipJson('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
+    assert.deepEqual(ipJson<IpLink[]>('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
     assert.deepEqual(hostRoutes(`${v6(201)}/128`, '-6').map((r) => r.dev), [other]);
   });
 
   test('an existing host link with the veth name: replaced only if marked as the same owner (or replaceOtherOwner); otherwise InterfaceExistsError and untouched', async () => {
-    const alias = (name: string): string | undefined => ipJson('-d', 'link', 'show', 'dev', name)[0].ifalias;
-    const index = (name: string): number => ipJson('link', 'show', 'dev', name)[0].ifindex;
+    const alias = (name: string): string | undefined => ipLink('-d', 'link', 'show', 'dev', name).ifalias;
+    const index = (name: string): number => ipLink('link', 'show', 'dev', name).ifindex;
     const pair = (name: string, mark?: string) => {
       hostLinks.add(`${name}p`);
       ip('link', 'add', name, 'type', 'veth', 'peer', 'name', `${name}p`);
@@ -375,7 +375,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
       );
       await assert.rejects(veth.checkHostLinkReplaceable({ hostIfName: hostIf, owner: 'me' }), errors.InterfaceExistsError);
       assert.equal(index(hostIf), before, 'untouched');
-      assert.deepEqual(ipJson('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
+      assert.deepEqual(ipJson<IpLink[]>('-n', ns.name, 'link', 'show', 'type', 'veth'), []);
       // unwirePod by name leaves it too: it is not this owner's.
       assert.equal(await veth.unwirePod({ ifName: 'eth0', hostIfName: hostIf, owner: 'me', claimUnmarked: false }), 'not-ours');
       assert.equal(index(hostIf), before);
@@ -388,7 +388,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
       await veth.checkHostLinkReplaceable({ hostIfName: hostIf, owner: 'me' });
       await timedWire({ netns: ns.path, ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8), owner: 'me' });
       assert.equal(hostLinkExists(`${hostIf}p`), false, 'the stale pair is gone');
-      assert.equal(ipJson('link', 'show', 'dev', hostIf)[0].address, 'ee:ee:ee:ee:ee:ee');
+      assert.equal(ipLink('link', 'show', 'dev', hostIf).address, 'ee:ee:ee:ee:ee:ee');
       assert.equal(alias(hostIf), 'ipamctl-cni:me');
       assert.equal(await veth.unwirePod({ ifName: 'eth0', hostIfName: hostIf, ipv4: v4(8), owner: 'me', claimUnmarked: false }), 'deleted');
       assert.equal(hostLinkExists(hostIf), false);
@@ -412,7 +412,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     const elapsed = performance.now() - t0;
     t.diagnostic(`20 dual-stack pods wired in parallel in ${elapsed.toFixed(0)} ms (${(elapsed / 20).toFixed(1)} ms/pod)`);
     assert.equal(results.length, 20);
-    const routes = ipJson<any[]>('-4', 'route', 'show');
+    const routes = ipJson<IpRoute[]>('-4', 'route', 'show');
     for (const [i, p] of pods.entries()) {
       assert.equal(results[i]!.hostMac, 'ee:ee:ee:ee:ee:ee');
       assert.ok(routes.some((r) => r.dst === p.ipv4 && r.dev === p.hostIfName && r.scope === 'link'), `host route for ${p.ipv4}`);
@@ -421,7 +421,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     await Promise.all(pods.map((p) => veth.checkPod({ netns: p.ns.path, ifName: 'eth0', hostIfName: p.hostIfName, ipv4: p.ipv4, ipv6: p.ipv6 })));
     await Promise.all(pods.map((p) => veth.unwirePod({ netns: p.ns.path, ifName: 'eth0', hostIfName: p.hostIfName, ipv4: p.ipv4, ipv6: p.ipv6 })));
     for (const p of pods) assert.equal(hostLinkExists(p.hostIfName), false);
-    const left = ipJson<any[]>('-4', 'route', 'show').map((r) => r.dst);
+    const left = ipJson<IpRoute[]>('-4', 'route', 'show').map((r) => r.dst);
     assert.deepEqual(pods.filter((p) => left.includes(p.ipv4)), [], 'no host route left');
   });
 

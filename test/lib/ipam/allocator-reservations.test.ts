@@ -1,7 +1,7 @@
 // IPReservation scenarios on every embedded store: reserved addresses are never handed out, wholly reserved
 // blocks are never claimed, AssignIP refuses them, existing allocations survive, and utilization is exact.
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { after, describe } from 'node:test';
 import { ValidationError } from '../../../src/lib/errors.ts';
 import { assignIp } from '../../../src/lib/ipam/assign-ip.ts';
 import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';

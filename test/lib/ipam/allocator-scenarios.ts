@@ -5,7 +5,7 @@
 // Every scenario runs on a fresh store with a fake clock that starts at T0, and ends with
 // assertInvariants (blocks valid, handles exact, affinities consistent both ways, no overlapping blocks).
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe } from 'node:test';
 import { ConflictError, NotFoundError, ValidationError } from '../../../src/lib/errors.ts';
 import { releaseBlockAffinity } from '../../../src/lib/ipam/affinity.ts';
 import { assignIp } from '../../../src/lib/ipam/assign-ip.ts';

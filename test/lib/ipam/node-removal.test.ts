@@ -1,6 +1,6 @@
 // Node removal (upstream's RemoveIPAMHost, docs/calico.md#node-removal) and per-node usage, on every embedded store backend.
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { after, describe } from 'node:test';
 import { NotFoundError } from '../../../src/lib/errors.ts';
 import { autoAssign } from '../../../src/lib/ipam/autoassign.ts';
 import { updateConfig } from '../../../src/lib/ipam/config.ts';

@@ -14,12 +14,17 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'dist', 'lib')
+/** @type {typeof import('../../../src/lib/ipam/autoassign.ts')} */
 const {autoAssign} = await import(path.join(DIST, 'ipam', 'autoassign.js'))
+/** @type {typeof import('../../../src/lib/ipam/release.ts')} */
 const {releaseByHandle} = await import(path.join(DIST, 'ipam', 'release.js'))
+/** @type {typeof import('../../../src/lib/ipam/context.ts')} */
 const {makeCtx} = await import(path.join(DIST, 'ipam', 'context.js'))
+/** @type {typeof import('../../../src/lib/store/open.ts')} */
 const {openStore} = await import(path.join(DIST, 'store', 'open.js'))
 
 const [spec, host, prefix, seedText, opsText, logFile] = process.argv.slice(2)
+if (!spec || !host || !prefix) throw new Error('usage: churn.mjs <store> <host> <handle prefix> <seed> <ops|0> [log file]')
 let seed = Number(seedText) >>> 0 || 1
 const rand = () => {
   seed ^= seed << 13
@@ -45,6 +50,7 @@ for (let i = 0; ops === 0 || i < ops; i++) {
     if (log !== undefined) fs.writeSync(log, r.v4.ips.map((a) => `+ ${handle} ${a.address}\n`).join(''))
   } else {
     const [handle] = held.splice(Math.floor(rand() * held.length), 1)
+    if (handle === undefined) throw new Error('release chosen with no handle held')
     await releaseByHandle(ctx, handle)
     if (log !== undefined) fs.writeSync(log, `- ${handle}\n`)
   }

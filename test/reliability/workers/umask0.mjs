@@ -5,5 +5,7 @@ import path from 'node:path'
 
 process.umask(0)
 process.argv.splice(1, 1)
-process.argv[1] = path.resolve(process.argv[1])
+const script = process.argv[1]
+if (!script) throw new Error('usage: umask0.mjs <script> [args...]')
+process.argv[1] = path.resolve(script)
 Module.runMain()
