@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand, outputFlag} from '../../cli/base.js'
 import {render} from '../../cli/render.js'
 import {borrowedTable, configTable, utilizationTable} from '../../cli/views.js'
-import {loadConfig} from '../../lib/ipam/config.js'
+import {loadConfig} from '../../lib/ipam/context.js'
 import {assertValidIpText, borrowedIps, ipStatus, type IpStatus, utilization} from '../../lib/ipam/query.js'
 
 export default class IpamShow extends BaseCommand {

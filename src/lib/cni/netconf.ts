@@ -9,7 +9,7 @@ import {validateLabels} from '../ipam/node.js'
 import {goTimeString} from '../ipam/time.js'
 import type {DatastoreSettings, DatastoreType, Source} from '../store/settings.js'
 import {defaultDatastorePath} from '../store/default-path.js'
-import {NETNS_ANNOTATION} from '../workload/endpoint.js'
+import {NETNS_ANNOTATION, workloadEndpointName} from '../workload/endpoint.js'
 import type {CniArgs} from './args.js'
 import {DEFAULT_CONFIG_VERSION} from './version.js'
 
@@ -412,11 +412,9 @@ export function workloadIds(conf: NetConf, cmd: {containerId: string; ifName: st
   }
 }
 
-/** WorkloadEndpoint name: segments joined by "-", each "-" inside a segment doubled. */
+/** The attachment's WorkloadEndpoint name (workloadEndpointName: the one builder, which the benchmarks use too). */
 export function wepName(ids: WorkloadIds): string {
-  const esc = (s: string) => s.replace(/-/g, '--')
-  const middle = ids.orchestrator === 'k8s' ? ['k8s', ids.pod] : ['cni', ids.containerId]
-  return [ids.node, ...middle, ids.endpoint].map(esc).join('-')
+  return workloadEndpointName({node: ids.node, orchestrator: ids.orchestrator, pod: ids.pod, containerId: ids.containerId, ifName: ids.endpoint})
 }
 
 /** Attributes stored with each allocation: node, timestamp (Go's time.Now().UTC().String()), pod, namespace. */

@@ -1,15 +1,13 @@
 // Reading and changing the IPAM configuration (`ipam configure`).
 import {keys} from '../store/keys.js'
-import {type Ctx, loadConfig, withRetry, WriteBatch} from './context.js'
-import {DEFAULT_IPAM_CONFIG, decodeIpamConfig, encodeIpamConfig, type IpamConfig, validateIpamConfig} from './records.js'
-
-export {loadConfig}
+import {configFrom, type Ctx, withRetry, WriteBatch} from './context.js'
+import {encodeIpamConfig, type IpamConfig, validateIpamConfig} from './records.js'
 
 /** Apply `changes` on top of the stored config; validated as a whole; a no-op change writes nothing. */
 export async function updateConfig(ctx: Ctx, changes: Partial<IpamConfig>): Promise<IpamConfig> {
   return withRetry(ctx, async () => {
     const kv = await ctx.store.get(keys.ipamConfig())
-    const current = kv ? decodeIpamConfig(kv.value) : {...DEFAULT_IPAM_CONFIG}
+    const current = configFrom(kv)
     const next = {...current, ...changes}
     validateIpamConfig(next)
     if (kv && encodeIpamConfig(next) === kv.value) return next
