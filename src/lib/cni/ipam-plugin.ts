@@ -7,7 +7,7 @@ import {type AssignedIp, type AutoAssignArgs, autoAssign, type FamilyResult, sho
 import {datastoreLocked} from '../ipam/cluster-info.js'
 import {type Ctx, listPools} from '../ipam/context.js'
 import {releaseByHandle, type ReleaseOption, releaseIps} from '../ipam/release.js'
-import {ipsByHandle, ipStatus} from '../ipam/query.js'
+import {allocationsByHandle, type HandleAllocation, ipsByHandle} from '../ipam/query.js'
 import {sanitizeHandle} from '../ipam/block.js'
 import type {Clock} from '../ipam/time.js'
 import {decodeHandle} from '../ipam/records.js'
@@ -372,21 +372,16 @@ export async function ipamGc(ctx: Ctx, conf: NetConf, attachments: readonly Atta
   return released
 }
 
-/** Whether every address `handle` holds is recorded as allocated to `node` (and there is at least one). */
+/** Whether every address `handle` holds is recorded as allocated to `node` (and there is at least one, none cooling down). */
 async function allocatedOnlyTo(ctx: Ctx, handle: string, node: string): Promise<boolean> {
-  let ips: string[]
+  let held: HandleAllocation[]
   try {
-    ips = await ipsByHandle(ctx, handle)
+    held = await allocationsByHandle(ctx, handle)
   } catch (err) {
     if (err instanceof NotFoundError) return false
     throw err
   }
-  if (ips.length === 0) return false
-  for (const ip of ips) {
-    const st = await ipStatus(ctx, ip)
-    if (st.state !== 'assigned' || st.owner.attrs.node !== node) return false
-  }
-  return true
+  return held.length > 0 && held.every((a) => !a.coolingDown && a.attrs.node === node)
 }
 
 // ---------------------------------------------------------------------------------------------- the plugin

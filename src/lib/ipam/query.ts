@@ -92,11 +92,23 @@ export async function ipStatus(ctx: Ctx, ipText: string): Promise<IpStatus> {
 
 /** Addresses held by a handle (cooling-down ones excluded). Unknown handle → NotFoundError. */
 export async function ipsByHandle(ctx: Ctx, handleId: string): Promise<string[]> {
+  return (await allocationsByHandle(ctx, handleId)).map((a) => a.ip)
+}
+
+export interface HandleAllocation {
+  ip: string
+  /** The allocation's secondary attributes (node, pod, …); empty when it has none. */
+  attrs: Readonly<Record<string, string>>
+  coolingDown: boolean
+}
+
+/** Every address `handleId` holds, with its attributes, reading each of the handle's blocks once. */
+export async function allocationsByHandle(ctx: Ctx, handleId: string): Promise<HandleAllocation[]> {
   const handle = sanitizeHandle(handleId)
   const kv = await ctx.store.get(keys.handle(handle))
   if (!kv) throw new NotFoundError(`handle ${handle} not found`)
   const cfg = await loadConfig(ctx)
-  const out: string[] = []
+  const out: HandleAllocation[] = []
   for (const cidrText of decodeHandle(kv.value).keys()) {
     let cidr: Cidr
     try {
@@ -107,7 +119,9 @@ export async function ipsByHandle(ctx: Ctx, handleId: string): Promise<string[]>
     const loaded = await loadBlock(ctx, cidr, cfg.ipCooldownSeconds)
     loaded?.block.allocations.forEach((idx, o) => {
       const a = idx === null ? undefined : loaded.block.attributes?.[idx]
-      if (a?.handle_id !== undefined && sanitizeHandle(a.handle_id) === handle) out.push(formatIp(cidr.family, cidr.base + BigInt(o)))
+      if (a?.handle_id !== undefined && sanitizeHandle(a.handle_id) === handle) {
+        out.push({ip: formatIp(cidr.family, cidr.base + BigInt(o)), attrs: a.secondary ?? {}, coolingDown: isCoolingDown(a)})
+      }
     })
   }
   return out
