@@ -18,6 +18,7 @@ import { newWorkloadEndpoint, workloadEndpointName } from '../../../src/lib/work
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
 import { ip, ipJson, netnsSkipReason, tryIp, type IpLink, type IpLinkAddrs, type IpRoute } from '../../support/netns.ts';
 import { type ProcResult, runProcess } from '../../support/process.ts';
+import { withStore } from '../../support/store.ts';
 
 const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs');
 const NET = 'k8s-pod-network';
@@ -66,14 +67,6 @@ async function box(): Promise<Box> {
   return { db, conf: (extra = {}) => JSON.stringify({ ...base, ...extra }) };
 }
 
-async function withStore<T>(db: string, fn: (s: SqliteStore) => Promise<T>): Promise<T> {
-  const s = SqliteStore.open(db);
-  try {
-    return await fn(s);
-  } finally {
-    await s.close();
-  }
-}
 /** WorkloadEndpoint specs by container ID. */
 interface WepSummary {
   interfaceName: string;

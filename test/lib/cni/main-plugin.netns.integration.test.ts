@@ -21,6 +21,7 @@ import { SqliteStore } from '../../../src/lib/store/sqlite.ts';
 import { ensureBuilt, ROOT } from '../../commands/helpers.ts';
 import { startAgentProc } from '../../support/agent.ts';
 import { ip, ipJson, ipLink, listenInNetns, netnsSkipReason, tcpExchange, tryIp, type IpLink, type IpLinkAddrs, type IpRoute } from '../../support/netns.ts';
+import { withStore } from '../../support/store.ts';
 
 const CNI_BIN = path.join(ROOT, 'bin', 'ipamctl-cni.cjs');
 const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
@@ -131,15 +132,6 @@ async function sandbox(): Promise<Sandbox> {
     ipam: { type: 'ipamctl-ipam', ...o.ipam },
   });
   return { dir, db, v4, v6, confObj, conf: (o) => JSON.stringify(confObj(o)) };
-}
-
-async function withStore<T>(db: string, fn: (s: SqliteStore) => Promise<T>): Promise<T> {
-  const s = SqliteStore.open(db);
-  try {
-    return await fn(s);
-  } finally {
-    await s.close();
-  }
 }
 
 interface StoreState {
