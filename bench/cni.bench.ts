@@ -39,7 +39,10 @@ function need(cond: boolean, msg: string): void {
   }
 }
 need(process.getuid?.() === 0, 'needs root (it creates network namespaces)')
-need(fs.existsSync(path.join(CNI_DIR, 'host-local')) && fs.existsSync(path.join(CNI_DIR, 'ptp')), `no ${CNI_DIR}/host-local or ptp: apt-get install -y containernetworking-plugins`)
+need(
+  fs.existsSync(path.join(CNI_DIR, 'host-local')) && fs.existsSync(path.join(CNI_DIR, 'ptp')),
+  `no ${CNI_DIR}/host-local or ptp: apt-get install -y containernetworking-plugins`,
+)
 need(fs.existsSync(path.join(ROOT, 'dist', 'lib', 'cni', 'ipam-main.js')), 'not built: npm run build')
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-cni-bench-'))
@@ -59,7 +62,12 @@ interface Run {
 /** Start `cmd args` with exactly `env` (plus PATH), `stdin` on its stdin; wall time from spawn to exit. */
 function run(cmd: string, args: readonly string[], env: Record<string, string> = {}, stdin = ''): Run {
   const t = process.hrtime.bigint()
-  const r = spawnSync(cmd, args, {env: {PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...env}, input: stdin, encoding: 'utf8', timeout: 60_000})
+  const r = spawnSync(cmd, args, {
+    env: {PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...env},
+    input: stdin,
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   const ms = Number(process.hrtime.bigint() - t) / 1e6
   if (r.error) throw r.error
   return {ms, code: r.status, stdout: r.stdout, stderr: r.stderr}
@@ -74,7 +82,8 @@ function ok(what: string, r: Run): Run {
 function added(what: string, r: Run, prefix: string): Run {
   ok(what, r)
   const ips = (JSON.parse(r.stdout) as {ips?: {address: string}[]}).ips ?? []
-  if (!ips.some((i) => i.address.startsWith(prefix))) throw new Error(`${what}: no ${prefix}x address in the result: ${r.stdout}`)
+  if (!ips.some((i) => i.address.startsWith(prefix)))
+    throw new Error(`${what}: no ${prefix}x address in the result: ${r.stdout}`)
   return r
 }
 
@@ -169,11 +178,23 @@ function row(label: string, once: Row['once'], target?: number): Row {
 /** The CLI (bin/run.cjs) with `args`, which must succeed. */
 const CLI_BIN = path.join(ROOT, 'bin', 'run.cjs')
 function cliRow(label: string, args: readonly string[], ratioTarget?: number): Row {
-  return {...row(label, (_, time) => time(() => ok(`ipamctl ${args.join(' ')}`, run(NODE, [CLI_BIN, ...args], {NO_COLOR: '1'})))), ratioTarget}
+  return {
+    ...row(label, (_, time) =>
+      time(() => ok(`ipamctl ${args.join(' ')}`, run(NODE, [CLI_BIN, ...args], {NO_COLOR: '1'}))),
+    ),
+    ratioTarget,
+  }
 }
 
 /** A pair of rows (ADD, DEL) sharing one container per round. */
-function addDel(label: string, add: (i: number) => Run, del: (i: number) => Run, target: number | undefined, setup?: (i: number) => void, teardown?: (i: number) => void): Row[] {
+function addDel(
+  label: string,
+  add: (i: number) => Run,
+  del: (i: number) => Run,
+  target: number | undefined,
+  setup?: (i: number) => void,
+  teardown?: (i: number) => void,
+): Row[] {
   const a = row(`${label} ADD`, () => {}, target)
   const d = row(`${label} DEL`, () => {})
   // The DEL row's `once` does both: ADD timed into `a`, DEL timed into `d`; the ADD row is driven from it.
@@ -193,26 +214,45 @@ const rows: Row[] = [
   row('`/bin/true` (process spawn alone)', (_, time) => time(() => ok('/bin/true', run('/bin/true', [])))),
   row('`node -e 0`', (_, time) => time(() => ok('node -e 0', run(NODE, ['-e', '0'])))),
   // No CNI_COMMAND: the plugin loads everything, prints its about line and exits. Start-up alone.
-  row('`ipamctl-ipam` load only (no CNI_COMMAND)', (_, time) => time(() => ok('ipamctl-ipam about', run(NODE, [IPAM_BIN])))),
-  row('`ipamctl-cni` load only (no CNI_COMMAND)', (_, time) => time(() => ok('ipamctl-cni about', run(NODE, [CNI_BIN])))),
+  row('`ipamctl-ipam` load only (no CNI_COMMAND)', (_, time) =>
+    time(() => ok('ipamctl-ipam about', run(NODE, [IPAM_BIN]))),
+  ),
+  row('`ipamctl-cni` load only (no CNI_COMMAND)', (_, time) =>
+    time(() => ok('ipamctl-cni about', run(NODE, [CNI_BIN]))),
+  ),
   cliRow('`ipamctl --version`', ['--version']),
   cliRow('`ipamctl --help`', ['--help'], 2.5),
   cliRow('`ipamctl ipam show` (small embedded store)', ['ipam', 'show', '--datastore-path', db]),
   ...addDel(
     '`ipamctl-ipam`',
-    (i) => added('ipamctl-ipam ADD', run(NODE, [IPAM_BIN], cniEnv('ADD', `ipam-${i}`, '/var/run/netns/unused'), IPAM_CONF), '10.194.'),
+    (i) =>
+      added(
+        'ipamctl-ipam ADD',
+        run(NODE, [IPAM_BIN], cniEnv('ADD', `ipam-${i}`, '/var/run/netns/unused'), IPAM_CONF),
+        '10.194.',
+      ),
     (i) => run(NODE, [IPAM_BIN], cniEnv('DEL', `ipam-${i}`, ''), IPAM_CONF),
     20,
   ),
   ...addDel(
     '`host-local` (Debian, Go)',
-    (i) => added('host-local ADD', run(path.join(CNI_DIR, 'host-local'), [], cniEnv('ADD', `hl-${i}`, '/var/run/netns/unused'), HOST_LOCAL_CONF), '10.196.'),
+    (i) =>
+      added(
+        'host-local ADD',
+        run(path.join(CNI_DIR, 'host-local'), [], cniEnv('ADD', `hl-${i}`, '/var/run/netns/unused'), HOST_LOCAL_CONF),
+        '10.196.',
+      ),
     (i) => run(path.join(CNI_DIR, 'host-local'), [], cniEnv('DEL', `hl-${i}`, ''), HOST_LOCAL_CONF),
     undefined,
   ),
   ...addDel(
     '`ipamctl-cni` full wiring',
-    (i) => added('ipamctl-cni ADD', run(NODE, [CNI_BIN], cniEnv('ADD', `cni-${i}`, `/var/run/netns/${nsName('cni', i)}`), CNI_CONF), '10.194.'),
+    (i) =>
+      added(
+        'ipamctl-cni ADD',
+        run(NODE, [CNI_BIN], cniEnv('ADD', `cni-${i}`, `/var/run/netns/${nsName('cni', i)}`), CNI_CONF),
+        '10.194.',
+      ),
     (i) => run(NODE, [CNI_BIN], cniEnv('DEL', `cni-${i}`, `/var/run/netns/${nsName('cni', i)}`), CNI_CONF),
     30,
     (i) => nsAdd(nsName('cni', i)),
@@ -220,8 +260,14 @@ const rows: Row[] = [
   ),
   ...addDel(
     '`ptp` + `host-local` (Debian, Go)',
-    (i) => added('ptp ADD', run(path.join(CNI_DIR, 'ptp'), [], cniEnv('ADD', `ptp-${i}`, `/var/run/netns/${nsName('ptp', i)}`), PTP_CONF), '10.195.'),
-    (i) => run(path.join(CNI_DIR, 'ptp'), [], cniEnv('DEL', `ptp-${i}`, `/var/run/netns/${nsName('ptp', i)}`), PTP_CONF),
+    (i) =>
+      added(
+        'ptp ADD',
+        run(path.join(CNI_DIR, 'ptp'), [], cniEnv('ADD', `ptp-${i}`, `/var/run/netns/${nsName('ptp', i)}`), PTP_CONF),
+        '10.195.',
+      ),
+    (i) =>
+      run(path.join(CNI_DIR, 'ptp'), [], cniEnv('DEL', `ptp-${i}`, `/var/run/netns/${nsName('ptp', i)}`), PTP_CONF),
     undefined,
     (i) => nsAdd(nsName('ptp', i)),
     (i) => nsDel(nsName('ptp', i)),
@@ -234,17 +280,30 @@ const BASELINE = process.env.BENCH_BASELINE
 if (BASELINE) {
   const ipamBin = path.join(BASELINE, 'bin', 'ipamctl-ipam.cjs')
   const cniBin = path.join(BASELINE, 'bin', 'ipamctl-cni.cjs')
-  need(fs.existsSync(ipamBin) && fs.existsSync(cniBin), `BENCH_BASELINE=${BASELINE} has no bin/ipamctl-ipam.cjs and bin/ipamctl-cni.cjs`)
+  need(
+    fs.existsSync(ipamBin) && fs.existsSync(cniBin),
+    `BENCH_BASELINE=${BASELINE} has no bin/ipamctl-ipam.cjs and bin/ipamctl-cni.cjs`,
+  )
   rows.push(
     ...addDel(
       '(baseline) `ipamctl-ipam`',
-      (i) => added('baseline ipamctl-ipam ADD', run(NODE, [ipamBin], cniEnv('ADD', `base-ipam-${i}`, '/var/run/netns/unused'), IPAM_CONF), '10.194.'),
+      (i) =>
+        added(
+          'baseline ipamctl-ipam ADD',
+          run(NODE, [ipamBin], cniEnv('ADD', `base-ipam-${i}`, '/var/run/netns/unused'), IPAM_CONF),
+          '10.194.',
+        ),
       (i) => run(NODE, [ipamBin], cniEnv('DEL', `base-ipam-${i}`, ''), IPAM_CONF),
       undefined,
     ),
     ...addDel(
       '(baseline) `ipamctl-cni` full wiring',
-      (i) => added('baseline ipamctl-cni ADD', run(NODE, [cniBin], cniEnv('ADD', `base-cni-${i}`, `/var/run/netns/${nsName('base', i)}`), CNI_CONF), '10.194.'),
+      (i) =>
+        added(
+          'baseline ipamctl-cni ADD',
+          run(NODE, [cniBin], cniEnv('ADD', `base-cni-${i}`, `/var/run/netns/${nsName('base', i)}`), CNI_CONF),
+          '10.194.',
+        ),
       (i) => run(NODE, [cniBin], cniEnv('DEL', `base-cni-${i}`, `/var/run/netns/${nsName('base', i)}`), CNI_CONF),
       undefined,
       (i) => nsAdd(nsName('base', i)),
@@ -262,7 +321,18 @@ let etcd: {stop(): Promise<void>; version: string} | undefined
     // The per-node agent (`ipamctl agent run`) for the same node and etcd: the plugin then talks to its socket and loads no etcd3.
     const {startAgentProc} = await import('../test/support/agent.ts')
     const agentSocket = path.join(dir, 'agent.sock')
-    const agent = await startAgentProc(['--node', 'bench-node', '--socket', agentSocket, '--metrics-address', '', '--datastore', 'etcdv3', '--etcd-endpoints', server.endpoint])
+    const agent = await startAgentProc([
+      '--node',
+      'bench-node',
+      '--socket',
+      agentSocket,
+      '--metrics-address',
+      '',
+      '--datastore',
+      'etcdv3',
+      '--etcd-endpoints',
+      server.endpoint,
+    ])
     const {EtcdStore} = await import('../src/lib/store/etcd.ts')
     const store: Store = await EtcdStore.connect({endpoints: [server.endpoint], timeoutMs: 30_000})
     await createPools(makeCtx(store), [{name: 'bench', cidr: '10.194.0.0/16', blockSize: 26}])
@@ -276,19 +346,37 @@ let etcd: {stop(): Promise<void>; version: string} | undefined
       version: server.ctl('version').split('\n')[0]!,
     }
     const conf = ipamctlConf('ipamctl-ipam', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint})
-    const agentConf = ipamctlConf('ipamctl-ipam', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint, ipamctl_agent_socket: agentSocket})
+    const agentConf = ipamctlConf('ipamctl-ipam', {
+      datastore_type: 'etcdv3',
+      etcd_endpoints: server.endpoint,
+      ipamctl_agent_socket: agentSocket,
+    })
     const cniConf = ipamctlConf('ipamctl-cni', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint})
-    const cniAgentConf = ipamctlConf('ipamctl-cni', {datastore_type: 'etcdv3', etcd_endpoints: server.endpoint, ipamctl_agent_socket: agentSocket})
+    const cniAgentConf = ipamctlConf('ipamctl-cni', {
+      datastore_type: 'etcdv3',
+      etcd_endpoints: server.endpoint,
+      ipamctl_agent_socket: agentSocket,
+    })
     rows.push(
       ...addDel(
         '`ipamctl-ipam` on etcd v3 through the agent',
-        (i) => added('ipamctl-ipam agent ADD', run(NODE, [IPAM_BIN], cniEnv('ADD', `agent-${i}`, '/var/run/netns/unused'), agentConf), '10.194.'),
+        (i) =>
+          added(
+            'ipamctl-ipam agent ADD',
+            run(NODE, [IPAM_BIN], cniEnv('ADD', `agent-${i}`, '/var/run/netns/unused'), agentConf),
+            '10.194.',
+          ),
         (i) => run(NODE, [IPAM_BIN], cniEnv('DEL', `agent-${i}`, ''), agentConf),
         25,
       ),
       ...addDel(
         '`ipamctl-ipam` on etcd v3',
-        (i) => added('ipamctl-ipam etcd ADD', run(NODE, [IPAM_BIN], cniEnv('ADD', `etcd-${i}`, '/var/run/netns/unused'), conf), '10.194.'),
+        (i) =>
+          added(
+            'ipamctl-ipam etcd ADD',
+            run(NODE, [IPAM_BIN], cniEnv('ADD', `etcd-${i}`, '/var/run/netns/unused'), conf),
+            '10.194.',
+          ),
         (i) => run(NODE, [IPAM_BIN], cniEnv('DEL', `etcd-${i}`, ''), conf),
         undefined,
       ),
@@ -299,7 +387,12 @@ let etcd: {stop(): Promise<void>; version: string} | undefined
       ].flatMap(([label, tag, c]) =>
         addDel(
           label!,
-          (i) => added(`${label} ADD`, run(NODE, [CNI_BIN], cniEnv('ADD', `${tag}-${i}`, `/var/run/netns/${nsName(tag!, i)}`), c!), '10.194.'),
+          (i) =>
+            added(
+              `${label} ADD`,
+              run(NODE, [CNI_BIN], cniEnv('ADD', `${tag}-${i}`, `/var/run/netns/${nsName(tag!, i)}`), c!),
+              '10.194.',
+            ),
           (i) => run(NODE, [CNI_BIN], cniEnv('DEL', `${tag}-${i}`, `/var/run/netns/${nsName(tag!, i)}`), c!),
           undefined,
           (i) => nsAdd(nsName(tag!, i)),
@@ -330,13 +423,22 @@ const entryOf = (bundle: string, compiled: string) => {
   return m(bundle) >= m(compiled) ? `${bundle} (bundle)` : `${compiled} (tsc output, no fresh bundle)`
 }
 const entries = () =>
-  [entryOf('dist/cni/ipamctl-ipam.cjs', 'dist/lib/cni/ipam-main.js'), entryOf('dist/cni/ipamctl-cni.cjs', 'dist/lib/cni/cni-main.js'), entryOf('dist/cli-bundle/ipamctl.cjs', 'dist/cli/base.js')].join(', ')
+  [
+    entryOf('dist/cni/ipamctl-ipam.cjs', 'dist/lib/cni/ipam-main.js'),
+    entryOf('dist/cni/ipamctl-cni.cjs', 'dist/lib/cni/cni-main.js'),
+    entryOf('dist/cli-bundle/ipamctl.cjs', 'dist/cli/base.js'),
+  ].join(', ')
 const entriesBefore = entries()
 
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' / ')
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ')
 // Start-up times are what the machine's other work leaves of two cores: wait (up to 2 minutes) for the 1-minute
 // load average to settle, e.g. after bench:ipam, rather than measure its tail.
-for (const t0 = Date.now(); os.loadavg()[0]! > 1 && Date.now() - t0 < 120_000; ) await new Promise((r) => setTimeout(r, 2000))
+for (const t0 = Date.now(); os.loadavg()[0]! > 1 && Date.now() - t0 < 120_000; )
+  await new Promise((r) => setTimeout(r, 2000))
 const loadBefore = load()
 try {
   // Warm-up rounds (page cache, first block claim, host-local's dir), then the timed rounds.
@@ -379,14 +481,16 @@ out.push(
     'How the plugins and the CLI start fast: each is one CommonJS bundle (scripts/bundle-cni.mjs, scripts/bundle-cli.mjs)',
     'run through bin/load-bundle.cjs with a V8 code cache trained at build time, from CommonJS bins (no ES-module',
     'loader). The plugins load no oclif, no node:crypto (random ids from /dev/urandom, SHA-1 in JavaScript) and no',
-    'etcd3 unless etcd is configured; the main plugin encodes its own rtnetlink messages over the `netlink` package\'s',
-    'socket (not the package\'s ~240 KB of struct tables); the IPAM plugin talks to the agent through a small native',
-    'addon (native/unix-exchange), not node:net. The CLI loads each command\'s packages (SQLite, netlink, YAML, etcd3)',
+    "etcd3 unless etcd is configured; the main plugin encodes its own rtnetlink messages over the `netlink` package's",
+    "socket (not the package's ~240 KB of struct tables); the IPAM plugin talks to the agent through a small native",
+    "addon (native/unix-exchange), not node:net. The CLI loads each command's packages (SQLite, netlink, YAML, etcd3)",
     'only when that command runs, and its bundle sorts command ids without building an ICU collator.',
     '',
   ].join('\n'),
 )
-out.push(`The bins ran ${entriesBefore}.${entriesAfter !== entriesBefore ? ` **They changed during the run** (now ${entriesAfter}): rerun.` : ''}\n`)
+out.push(
+  `The bins ran ${entriesBefore}.${entriesAfter !== entriesBefore ? ` **They changed during the run** (now ${entriesAfter}): rerun.` : ''}\n`,
+)
 out.push('| what (wall clock, spawn to exit) | median | p90 | over `node -e 0` (median) |')
 out.push('|---|---|---|---|')
 for (const r of rows) {
@@ -397,11 +501,15 @@ for (const r of rows) {
 out.push('\nTargets (docs/design.md#performance-targets), on the medians:')
 for (const r of rows.filter((x) => x.target !== undefined)) {
   const over = median(r.ms) - nodeMedian
-  out.push(`- ${r.label} within ${r.target} ms of \`node -e 0\`: ${over.toFixed(1)} ms — ${over <= r.target! ? '**met**' : '**not met**'}`)
+  out.push(
+    `- ${r.label} within ${r.target} ms of \`node -e 0\`: ${over.toFixed(1)} ms — ${over <= r.target! ? '**met**' : '**not met**'}`,
+  )
 }
 for (const r of rows.filter((x) => x.ratioTarget !== undefined)) {
   const ratio = median(r.ms) / nodeMedian
-  out.push(`- ${r.label} at most ${r.ratioTarget} × \`node -e 0\`: ${ratio.toFixed(2)} × — ${ratio <= r.ratioTarget! ? '**met**' : '**not met**'}`)
+  out.push(
+    `- ${r.label} at most ${r.ratioTarget} × \`node -e 0\`: ${ratio.toFixed(2)} × — ${ratio <= r.ratioTarget! ? '**met**' : '**not met**'}`,
+  )
 }
 out.push('')
 
@@ -410,7 +518,8 @@ console.log(out.join('\n'))
 if (process.argv.includes('--write')) {
   const file = path.join(ROOT, 'BENCHMARKS.md')
   const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : ''
-  const at = [old.indexOf(SECTION), old.indexOf('## CNI plugin start-to-exit latency')].find((x) => x >= 0) ?? old.length
+  const at =
+    [old.indexOf(SECTION), old.indexOf('## CNI plugin start-to-exit latency')].find((x) => x >= 0) ?? old.length
   fs.writeFileSync(file, `${old.slice(0, at).trimEnd()}\n\n${out.join('\n').trim()}\n`)
   console.error('BENCHMARKS.md updated (the process start section)')
 }

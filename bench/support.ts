@@ -6,7 +6,12 @@ import {blockWalk} from '../src/lib/ipam/blockgen.ts'
 import {makeCtx} from '../src/lib/ipam/context.ts'
 import {createPools} from '../src/lib/ipam/pool-admin.ts'
 import {encodeAffinity, encodeHandle} from '../src/lib/ipam/records.ts'
-import {encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint, workloadEndpointName} from '../src/lib/workload/endpoint.ts'
+import {
+  encodeWorkloadEndpoint,
+  endpointKey,
+  newWorkloadEndpoint,
+  workloadEndpointName,
+} from '../src/lib/workload/endpoint.ts'
 import {formatIp, parseCidr, subnet} from '../src/lib/net/cidr.ts'
 import {keys} from '../src/lib/store/keys.ts'
 import type {Store, WriteOp} from '../src/lib/store/store.ts'
@@ -22,7 +27,12 @@ export class BulkWriter {
   private ops: WriteOp[] = []
   private bytes = 0
   private inFlight: Promise<unknown>[] = []
-  constructor(private readonly store: Store, private readonly maxOps = 120, private readonly maxBytes = 1_000_000, private readonly parallel = 4) {}
+  constructor(
+    private readonly store: Store,
+    private readonly maxOps = 120,
+    private readonly maxBytes = 1_000_000,
+    private readonly parallel = 4,
+  ) {}
 
   async put(key: string, value: string): Promise<void> {
     this.ops.push({put: key, value})
@@ -97,14 +107,27 @@ export async function seedFullCluster(store: Store, blocks: number, hosts: numbe
       const pod = `pod-${n}`
       const containerId = `${n.toString(16).padStart(12, '0')}${'c'.repeat(52)}`
       const handle = `k8s-pod-network.${containerId}`
-      attributes.push({handle_id: handle, secondary: {namespace: 'default', node: host, pod, timestamp: '2026-11-22 10:00:00.000000000 +0000 UTC'}})
+      attributes.push({
+        handle_id: handle,
+        secondary: {namespace: 'default', node: host, pod, timestamp: '2026-11-22 10:00:00.000000000 +0000 UTC'},
+      })
       b.allocations[o] = o
       b.sequenceNumberForAllocation.set(String(o), b.sequenceNumber)
       await w.put(keys.handle(handle), encodeHandle(new Map([[`${formatIp(4, cidr.base)}/26`, 1]])))
       const ip = formatIp(4, cidr.base + BigInt(o))
       const name = workloadEndpointName({node: host, orchestrator: 'k8s', pod, containerId, ifName: 'eth0'})
       const wep = newWorkloadEndpoint(
-        {name, namespace: 'default', orchestrator: 'k8s', node: host, containerID: containerId, pod, endpoint: 'eth0', ipNetworks: [`${ip}/32`], interfaceName: `cali${n.toString(16).padStart(11, '0')}`},
+        {
+          name,
+          namespace: 'default',
+          orchestrator: 'k8s',
+          node: host,
+          containerID: containerId,
+          pod,
+          endpoint: 'eth0',
+          ipNetworks: [`${ip}/32`],
+          interfaceName: `cali${n.toString(16).padStart(11, '0')}`,
+        },
         now,
       )
       await w.put(endpointKey('default', name), encodeWorkloadEndpoint(wep))
@@ -135,7 +158,10 @@ export async function timeMs<T>(fn: () => Promise<T>): Promise<{ms: number; valu
 export function benchCommit(root: string): string {
   try {
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {cwd: root, encoding: 'utf8'}).trim()
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {cwd: root, encoding: 'utf8'}).trim()
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      cwd: root,
+      encoding: 'utf8',
+    }).trim()
     return dirty ? `${commit} (with uncommitted changes)` : commit
   } catch {
     return 'unknown (not a git checkout)'

@@ -18,7 +18,10 @@ const [mode, spec, id, opsText, roundsText] = process.argv.slice(2)
 const ops = Number(opsText)
 const rounds = Number(roundsText)
 const etcd = spec!.startsWith('etcd:') ? spec!.slice(5) : undefined
-const store = await openStore({type: etcd ? 'etcdv3' : 'embedded', path: spec!, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}}, {mode: 'create'})
+const store = await openStore(
+  {type: etcd ? 'etcdv3' : 'embedded', path: spec!, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}},
+  {mode: 'create'},
+)
 const ctx = makeCtx(store)
 const lines = readline.createInterface({input: process.stdin})[Symbol.asyncIterator]()
 
@@ -26,7 +29,10 @@ const casKey = `/bench/cas/${id}`
 let value = 0
 async function cas(): Promise<void> {
   const kv = await store.get(casKey)
-  const r = await store.txn([kv ? {key: casKey, modRevision: kv.modRevision} : {key: casKey, absent: true}], [{put: casKey, value: `${++value}`.padEnd(1000, 'x')}])
+  const r = await store.txn(
+    [kv ? {key: casKey, modRevision: kv.modRevision} : {key: casKey, absent: true}],
+    [{put: casKey, value: `${++value}`.padEnd(1000, 'x')}],
+  )
   if (!r.succeeded) throw new Error('raw CAS on a key nobody else writes failed')
 }
 

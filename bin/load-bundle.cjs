@@ -17,14 +17,27 @@ function run(file, withCache) {
       cachedData = fs.readFileSync(file + '.v8cache')
     } catch {}
   }
-  const script = new vm.Script('(function (exports, require, module, __filename, __dirname, __import) {' + source + '\n})', {filename: file, cachedData})
-  if (process.env.IPAMCTL_DEBUG_BUNDLE) process.stderr.write(`${file}: code cache ${cachedData ? (script.cachedDataRejected ? 'rejected' : 'used') : 'absent'}\n`)
+  const script = new vm.Script(
+    '(function (exports, require, module, __filename, __dirname, __import) {' + source + '\n})',
+    {filename: file, cachedData},
+  )
+  if (process.env.IPAMCTL_DEBUG_BUNDLE)
+    process.stderr.write(
+      `${file}: code cache ${cachedData ? (script.cachedDataRejected ? 'rejected' : 'used') : 'absent'}\n`,
+    )
   const mod = new Module(file, module)
   mod.filename = file
   mod.paths = Module._nodeModulePaths(path.dirname(file))
   // `__import`: the bundle's way to import() an ES module (see scripts/bundle-cli.mjs), from this real module
   // because functions compiled by vm.Script have no dynamic-import hook.
-  script.runInThisContext()(mod.exports, Module.createRequire(file), mod, file, path.dirname(file), (specifier) => import(specifier))
+  script.runInThisContext()(
+    mod.exports,
+    Module.createRequire(file),
+    mod,
+    file,
+    path.dirname(file),
+    (specifier) => import(specifier),
+  )
   mod.loaded = true
   // Registered like a require()d module, so that a later require(file) (oclif loading its explicit command
   // target) gets these exports instead of evaluating the bundle a second time.

@@ -12,7 +12,16 @@ const mtime = (file) => statSync(file, {throwIfNoEntry: false})?.mtimeMs ?? -1
 /** oclif's load options for the bundle: package.json as is, but commands taken from the bundle's COMMANDS. */
 exports.loadOptions = () => {
   const pjson = require(path.join(root, 'package.json'))
-  return {root, pjson: {...pjson, oclif: {...pjson.oclif, commands: {strategy: 'explicit', target: './dist/cli-bundle/ipamctl.cjs', identifier: 'COMMANDS'}}}}
+  return {
+    root,
+    pjson: {
+      ...pjson,
+      oclif: {
+        ...pjson.oclif,
+        commands: {strategy: 'explicit', target: './dist/cli-bundle/ipamctl.cjs', identifier: 'COMMANDS'},
+      },
+    },
+  }
 }
 
 if (require.main === module) {
@@ -22,7 +31,9 @@ if (require.main === module) {
   if (process.argv.length === 3 && process.argv[2] === '--version') {
     const {name, version} = require(path.join(root, 'package.json'))
     const arch = require('node:os').arch()
-    process.stdout.write(`${name}/${version} ${process.platform}-${arch === 'ia32' ? 'x86' : arch} node-${process.version}\n`)
+    process.stdout.write(
+      `${name}/${version} ${process.platform}-${arch === 'ia32' ? 'x86' : arch} node-${process.version}\n`,
+    )
   } else if (mtime(bundle) >= mtime(path.join(root, 'dist', 'cli', 'base.js'))) {
     require('./load-bundle.cjs').load(bundle).execute({loadOptions: exports.loadOptions()})
   } else {

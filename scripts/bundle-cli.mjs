@@ -25,7 +25,20 @@ const BUNDLE = path.join(OUT, 'ipamctl.cjs')
 const LOADER = path.join(ROOT, 'bin', 'load-bundle.cjs')
 
 /** Loaded from node_modules: native addons, packages only some commands need, and what oclif must never bundle. */
-const EXTERNAL = ['better-sqlite3', 'netlink', 'netns', 'unix-exchange', 'etcd3', 'yaml', 'prom-client', '@oclif/plugin-autocomplete', 'typescript', 'ts-node', 'tsx', 'esbuild']
+const EXTERNAL = [
+  'better-sqlite3',
+  'netlink',
+  'netns',
+  'unix-exchange',
+  'etcd3',
+  'yaml',
+  'prom-client',
+  '@oclif/plugin-autocomplete',
+  'typescript',
+  'ts-node',
+  'tsx',
+  'esbuild',
+]
 
 const commandFiles = fs
   .readdirSync(path.join(ROOT, 'src', 'commands'), {recursive: true, encoding: 'utf8'})
@@ -33,11 +46,18 @@ const commandFiles = fs
   .map((f) => f.split(path.sep).join('/'))
   .sort()
 /** @param {string} f a command's file under src/commands */
-const commandId = (f) => f.replace(/\.ts$/, '').replace(/\/index$/, '').split('/').join(':')
+const commandId = (f) =>
+  f
+    .replace(/\.ts$/, '')
+    .replace(/\/index$/, '')
+    .split('/')
+    .join(':')
 const entry = [
   "export {execute} from '@oclif/core'",
   'export const COMMANDS = {',
-  ...commandFiles.map((f) => `  get ${JSON.stringify(commandId(f))}() { return require('./src/commands/${f}').default },`),
+  ...commandFiles.map(
+    (f) => `  get ${JSON.stringify(commandId(f))}() { return require('./src/commands/${f}').default },`,
+  ),
   '}',
 ].join('\n')
 
@@ -56,8 +76,18 @@ const entry = [
  * @type {{file: RegExp, from: string, to: string, count: number, applied?: boolean}[]}
  */
 const PATCHES = [
-  {file: /node_modules\/@oclif\/core\/lib\/config\/plugin\.js$/, from: '.sort((a, b) => a.id.localeCompare(b.id))', to: '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))', count: 1},
-  {file: /node_modules\/@oclif\/core\/lib\/help\/util\.js$/, from: 'return ejs_1.default.render(t, context);', to: "return t.includes('<%') ? ejs_1.default.render(t, context) : t;", count: 1},
+  {
+    file: /node_modules\/@oclif\/core\/lib\/config\/plugin\.js$/,
+    from: '.sort((a, b) => a.id.localeCompare(b.id))',
+    to: '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))',
+    count: 1,
+  },
+  {
+    file: /node_modules\/@oclif\/core\/lib\/help\/util\.js$/,
+    from: 'return ejs_1.default.render(t, context);',
+    to: "return t.includes('<%') ? ejs_1.default.render(t, context) : t;",
+    count: 1,
+  },
   {file: /node_modules\/@oclif\/core\/lib\/module-loader\.js$/, from: 'await import(', to: 'await __import(', count: 3},
 ]
 /** @type {import('esbuild').Plugin} */
@@ -67,7 +97,8 @@ const patches = {
     for (const p of PATCHES) {
       b.onLoad({filter: p.file}, (args) => {
         const source = fs.readFileSync(args.path, 'utf8')
-        if (source.split(p.from).length !== p.count + 1) throw new Error(`bundle-cli: expected ${p.count} × ${JSON.stringify(p.from)} in ${args.path}`)
+        if (source.split(p.from).length !== p.count + 1)
+          throw new Error(`bundle-cli: expected ${p.count} × ${JSON.stringify(p.from)} in ${args.path}`)
         p.applied = true
         return {contents: source.split(p.from).join(p.to), loader: 'js'}
       })
@@ -91,7 +122,8 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 })
-for (const p of PATCHES) if (!p.applied) throw new Error(`bundle-cli: ${p.file} was not bundled; patch ${JSON.stringify(p.from)} not applied`)
+for (const p of PATCHES)
+  if (!p.applied) throw new Error(`bundle-cli: ${p.file} was not bundled; patch ${JSON.stringify(p.from)} not applied`)
 
 // Training: run a few common commands in one process against a scratch datastore; the cache holds what they
 // compiled. Output is discarded; a failing command fails the build (the bundle would be broken).
@@ -116,8 +148,13 @@ try {
         if (process.exitCode) throw new Error('ipamctl ' + args.join(' ') + ' exited ' + process.exitCode)
       }
     }).catch((e) => { console.error(e); process.exit(1) })`
-  const r = spawnSync(process.execPath, ['-e', code], {cwd: scratch, env: {...process.env, NO_COLOR: '1'}, encoding: 'utf8'})
-  if (r.status !== 0 || !fs.existsSync(`${BUNDLE}.v8cache`)) throw new Error(`bundle-cli: training run failed (exit ${r.status}):\n${r.stdout}${r.stderr}`)
+  const r = spawnSync(process.execPath, ['-e', code], {
+    cwd: scratch,
+    env: {...process.env, NO_COLOR: '1'},
+    encoding: 'utf8',
+  })
+  if (r.status !== 0 || !fs.existsSync(`${BUNDLE}.v8cache`))
+    throw new Error(`bundle-cli: training run failed (exit ${r.status}):\n${r.stdout}${r.stderr}`)
 } catch (err) {
   fs.rmSync(OUT, {recursive: true, force: true}) // bin/run.cjs falls back to plain oclif rather than run this
   throw err

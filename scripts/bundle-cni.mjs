@@ -40,14 +40,26 @@ const LAZY_BUILTINS = {
 }
 /** @type {Record<string, string[]>} Built-ins taken with require() (no ES facade): module → the named imports src/ uses (plus the default). */
 const REQUIRED_BUILTINS = {
-  'node:fs': ['closeSync', 'existsSync', 'openSync', 'readFileSync', 'readSync', 'statfsSync', 'statSync', 'writeFileSync', 'writeSync'],
+  'node:fs': [
+    'closeSync',
+    'existsSync',
+    'openSync',
+    'readFileSync',
+    'readSync',
+    'statfsSync',
+    'statSync',
+    'writeFileSync',
+    'writeSync',
+  ],
 }
 
 /** @param {string} name a key of LAZY_BUILTINS or REQUIRED_BUILTINS */
 function builtinShim(name) {
   const head = `import {createRequire} from 'node:module'\nconst require = createRequire(import.meta.url)\n`
   if (LAZY_BUILTINS[name]) {
-    const fns = LAZY_BUILTINS[name].map((f) => `export function ${f}(...args) { return (m ??= require(${JSON.stringify(name)})).${f}(...args) }`)
+    const fns = LAZY_BUILTINS[name].map(
+      (f) => `export function ${f}(...args) { return (m ??= require(${JSON.stringify(name)})).${f}(...args) }`,
+    )
     return `${head}let m\n${fns.join('\n')}\n`
   }
   const required = REQUIRED_BUILTINS[name]
@@ -63,7 +75,11 @@ const builtinShims = {
     const filter = new RegExp(`^(${names.map((n) => n.replace(/[.:/]/g, '\\$&')).join('|')})$`)
     // Only src/'s imports are redirected; the shims' own require() calls are left alone.
     b.onResolve({filter}, (a) => (a.namespace === 'file' ? {path: a.path, namespace: 'builtin-shim'} : undefined))
-    b.onLoad({filter: /.*/, namespace: 'builtin-shim'}, (a) => ({contents: builtinShim(a.path), loader: 'js', resolveDir: ROOT}))
+    b.onLoad({filter: /.*/, namespace: 'builtin-shim'}, (a) => ({
+      contents: builtinShim(a.path),
+      loader: 'js',
+      resolveDir: ROOT,
+    }))
   },
 }
 
@@ -101,7 +117,11 @@ const packages = {
       if (INLINED.test(a.path)) return undefined
       return {path: a.path, external: true}
     })
-    b.onLoad({filter: /.*/, namespace: 'addon-shim'}, (a) => ({contents: ADDON_SHIMS[a.path], loader: 'js', resolveDir: ROOT}))
+    b.onLoad({filter: /.*/, namespace: 'addon-shim'}, (a) => ({
+      contents: ADDON_SHIMS[a.path],
+      loader: 'js',
+      resolveDir: ROOT,
+    }))
   },
 }
 
@@ -161,24 +181,47 @@ try {
   await store.close()
   const agentSocket = path.join(scratch, 'agent.sock')
   agent = await startAgent({
-    node: 'train-node', socket: agentSocket, metricsAddress: '', gcIntervalMs: 0, gcGraceMs: 0, version: pkg.version, log: () => {},
+    node: 'train-node',
+    socket: agentSocket,
+    metricsAddress: '',
+    gcIntervalMs: 0,
+    gcGraceMs: 0,
+    version: pkg.version,
+    log: () => {},
     settings: {type: 'embedded', path: db, etcdEndpoints: [], timeoutMs: 10_000, sources: {}},
   })
   for (const name of Object.keys(ENTRIES)) {
     /** @param {Record<string, unknown>} extra */
-    const netconf = (extra) => JSON.stringify({
-      cniVersion: '1.0.0', name: 'train', type: name, nodename: 'train-node', mtu: 1500,
-      datastore_path: db, ipam_lock_file: path.join(scratch, 'ipam.lock'),
-      ipam: {type: 'ipamctl-ipam', ipv4_pools: ['10.255.0.0/16']}, ...extra,
-    })
+    const netconf = (extra) =>
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'train',
+        type: name,
+        nodename: 'train-node',
+        mtu: 1500,
+        datastore_path: db,
+        ipam_lock_file: path.join(scratch, 'ipam.lock'),
+        ipam: {type: 'ipamctl-ipam', ipv4_pools: ['10.255.0.0/16']},
+        ...extra,
+      })
     const conf = netconf({})
-    const env = {PATH: process.env.PATH, CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'train', CNI_NETNS: path.join(scratch, 'no-netns'), CNI_IFNAME: 'eth0', CNI_PATH: scratch}
+    const env = {
+      PATH: process.env.PATH,
+      CNI_COMMAND: 'ADD',
+      CNI_CONTAINERID: 'train',
+      CNI_NETNS: path.join(scratch, 'no-netns'),
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: scratch,
+    }
     // After the direct ADD (process stdin/env), the IPAM plugin runs main() again with an in-memory io: the
     // same ADD for another container, through the agent.
-    const agentIo = name === 'ipamctl-ipam'
-      ? `{getenv: (n) => ({...process.env, CNI_CONTAINERID: 'train-agent'})[n], readStdin: async () => ${JSON.stringify(netconf({ipamctl_agent_socket: agentSocket}))}, stdout: {write() {}}, stderr: {write: (s) => process.stderr.write('agent ADD: ' + s)}}`
-      : undefined
-    const use = agentIo ? `async (m) => { await m.main(); if (await m.main(${agentIo}) !== 0) throw new Error('agent ADD failed') }` : '(m) => m.main()'
+    const agentIo =
+      name === 'ipamctl-ipam'
+        ? `{getenv: (n) => ({...process.env, CNI_CONTAINERID: 'train-agent'})[n], readStdin: async () => ${JSON.stringify(netconf({ipamctl_agent_socket: agentSocket}))}, stdout: {write() {}}, stderr: {write: (s) => process.stderr.write('agent ADD: ' + s)}}`
+        : undefined
+    const use = agentIo
+      ? `async (m) => { await m.main(); if (await m.main(${agentIo}) !== 0) throw new Error('agent ADD failed') }`
+      : '(m) => m.main()'
     const code = `require(${JSON.stringify(LOADER)}).train(${JSON.stringify(path.join(OUT, name + '.cjs'))}, ${use}).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
     let r
     if (name === 'ipamctl-cni') {
@@ -186,7 +229,12 @@ try {
       // routes and sysctls are made there and vanish with it. Where that is not possible (no unshare, no user
       // namespaces), the ADD stops at the missing netns and the cache holds less of the wiring code.
       const unshare = process.getuid?.() === 0 ? ['-n'] : ['-r', '-n']
-      r = await run('unshare', [...unshare, process.execPath, '-e', code], {...env, CNI_NETNS: '/proc/self/ns/net'}, conf)
+      r = await run(
+        'unshare',
+        [...unshare, process.execPath, '-e', code],
+        {...env, CNI_NETNS: '/proc/self/ns/net'},
+        conf,
+      )
       if (process.env.BUNDLE_CNI_VERBOSE) console.error(name, 'in a netns:', r.error ?? r.status, r.stdout, r.stderr)
       if (r.error || r.status !== 0 || !r.stdout.includes('"ips"')) r = undefined
     }
@@ -195,8 +243,12 @@ try {
     if (process.env.BUNDLE_CNI_VERBOSE) console.error(name, r.status, r.stdout, r.stderr)
     /** @type {string[]} */
     const loaded = JSON.parse(/^LOADED (.*)$/m.exec(r.stderr)?.[1] ?? '[]')
-    if (loaded.some((f) => LAZY.test(f))) throw new Error(`bundle-cni: an embedded ${name} ADD loaded ${loaded.filter((f) => LAZY.test(f))}; it must stay behind import()`)
-    if (!fs.existsSync(path.join(OUT, `${name}.cjs.v8cache`))) throw new Error(`bundle-cni: no code cache for ${name}:\n${r.stdout}${r.stderr}`)
+    if (loaded.some((f) => LAZY.test(f)))
+      throw new Error(
+        `bundle-cni: an embedded ${name} ADD loaded ${loaded.filter((f) => LAZY.test(f))}; it must stay behind import()`,
+      )
+    if (!fs.existsSync(path.join(OUT, `${name}.cjs.v8cache`)))
+      throw new Error(`bundle-cni: no code cache for ${name}:\n${r.stdout}${r.stderr}`)
   }
 } catch (err) {
   fs.rmSync(OUT, {recursive: true, force: true}) // the bins fall back to the tsc output rather than run this

@@ -55,11 +55,18 @@ export abstract class BaseCommand extends Command {
       options: ['embedded', 'etcdv3'],
       helpGroup: 'GLOBAL',
     }),
-    'etcd-endpoints': Flags.string({summary: 'Comma-separated etcd URLs, e.g. https://10.0.0.1:2379. Env: ETCD_ENDPOINTS.', helpGroup: 'GLOBAL'}),
-    config: Flags.string({summary: `calicoctl-style config file (default ${DEFAULT_CONFIG_FILE} if present). Env: IPAMCTL_CONFIG.`, helpGroup: 'GLOBAL'}),
+    'etcd-endpoints': Flags.string({
+      summary: 'Comma-separated etcd URLs, e.g. https://10.0.0.1:2379. Env: ETCD_ENDPOINTS.',
+      helpGroup: 'GLOBAL',
+    }),
+    config: Flags.string({
+      summary: `calicoctl-style config file (default ${DEFAULT_CONFIG_FILE} if present). Env: IPAMCTL_CONFIG.`,
+      helpGroup: 'GLOBAL',
+    }),
     timeout: Flags.integer({summary: 'Seconds any one datastore request may take (default 10).', helpGroup: 'GLOBAL'}),
     'datastore-path': Flags.string({
-      summary: 'Embedded datastore file (default: $IPAMCTL_DATASTORE_PATH, /var/lib/ipamctl/ipam.db for root, else $XDG_DATA_HOME/ipamctl/ipam.db).',
+      summary:
+        'Embedded datastore file (default: $IPAMCTL_DATASTORE_PATH, /var/lib/ipamctl/ipam.db for root, else $XDG_DATA_HOME/ipamctl/ipam.db).',
       helpGroup: 'GLOBAL',
     }),
     debug: Flags.boolean({summary: 'Show stack traces for errors.', helpGroup: 'GLOBAL'}),
@@ -83,7 +90,10 @@ export abstract class BaseCommand extends Command {
 
   /** Open a datastore; `mode` defaults to the command's declared storeMode. */
   protected async openStore(settings: DatastoreSettings, mode: OpenMode = this.storeMode()): Promise<Store> {
-    const store = await openStore(settings, {mode, onCreated: (file) => process.stderr.write(`created new datastore at ${file}\n`)})
+    const store = await openStore(settings, {
+      mode,
+      onCreated: (file) => process.stderr.write(`created new datastore at ${file}\n`),
+    })
     this.stores.push(store)
     return store
   }
@@ -107,7 +117,9 @@ export abstract class BaseCommand extends Command {
     if (signal && !err && process.exitCode === undefined) {
       // The signal came during the operation's last transaction, which completed: say so, and still let the
       // caller see that it was interrupted.
-      process.stderr.write(errorStyle(`Error: interrupted by ${signal} after the command had completed: nothing is half-done`) + '\n')
+      process.stderr.write(
+        errorStyle(`Error: interrupted by ${signal} after the command had completed: nothing is half-done`) + '\n',
+      )
       process.exitCode = EXIT_CODES.interrupted
     }
     // Always close: an open etcd client keeps the process alive.
@@ -135,9 +147,14 @@ export abstract class BaseCommand extends Command {
     const code = err instanceof IpamError ? err.exitCode : (err.oclif?.exit ?? 1)
     const firstLine = oneLine(err.message || String(err))
     const isUsage = !(err instanceof IpamError) && err.oclif?.exit === 2
-    process.stderr.write(errorStyle(`Error: ${firstLine}`) + (isUsage ? ` (see ${[this.config.bin, ...(this.id ?? '').split(':')].join(' ').trim()} --help)` : '') + '\n')
+    process.stderr.write(
+      errorStyle(`Error: ${firstLine}`) +
+        (isUsage ? ` (see ${[this.config.bin, ...(this.id ?? '').split(':')].join(' ').trim()} --help)` : '') +
+        '\n',
+    )
     if (debug && err.stack) process.stderr.write(`${err.stack}\n`)
-    else if (!(err instanceof IpamError) && !isUsage) process.stderr.write('(internal error; re-run with --debug for details)\n')
+    else if (!(err instanceof IpamError) && !isUsage)
+      process.stderr.write('(internal error; re-run with --debug for details)\n')
     process.exitCode = code
     return undefined
   }

@@ -5,17 +5,31 @@ import type {DatastoreSettings} from '../lib/store/settings.js'
 
 export const podFlags = {
   netns: Flags.string({required: true, summary: 'Network namespace: a name under /var/run/netns, or a path.'}),
-  pod: Flags.string({summary: 'Kubernetes pod name (with --namespace: k8s-style handle, WorkloadEndpoint and veth name).'}),
+  pod: Flags.string({
+    summary: 'Kubernetes pod name (with --namespace: k8s-style handle, WorkloadEndpoint and veth name).',
+  }),
   namespace: Flags.string({summary: 'Kubernetes namespace of the pod (default "default" when --pod is given).'}),
   'container-id': Flags.string({summary: 'Container ID (default: derived from the netns name, so add and del match).'}),
   ifname: Flags.string({summary: 'Interface name inside the namespace.', default: 'eth0'}),
-  conf: Flags.string({summary: 'CNI network config (.conf or .conflist JSON); default: ipamctl-cni with ipamctl-ipam.'}),
-  node: Flags.string({summary: 'Node name (default: the netconf nodename, /var/lib/calico/nodename, or the hostname).'}),
+  conf: Flags.string({
+    summary: 'CNI network config (.conf or .conflist JSON); default: ipamctl-cni with ipamctl-ipam.',
+  }),
+  node: Flags.string({
+    summary: 'Node name (default: the netconf nodename, /var/lib/calico/nodename, or the hostname).',
+  }),
 }
 
 /** The manual-plugin request the cni commands share. */
 export function podRequest(
-  flags: {netns: string; pod?: string; namespace?: string; 'container-id'?: string; ifname: string; conf?: string; node?: string},
+  flags: {
+    netns: string
+    pod?: string
+    namespace?: string
+    'container-id'?: string
+    ifname: string
+    conf?: string
+    node?: string
+  },
   settings: DatastoreSettings,
 ): ManualRequest {
   return {

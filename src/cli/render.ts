@@ -6,7 +6,11 @@ export type OutputFormat = 'table' | 'json' | 'yaml'
 const BIG = '@@ipamctl-bigint@@'
 
 export function toJson(data: unknown): string {
-  const text = JSON.stringify(data, (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG}${v}` : v instanceof Map ? Object.fromEntries(v) : v), 2)
+  const text = JSON.stringify(
+    data,
+    (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG}${v}` : v instanceof Map ? Object.fromEntries(v) : v),
+    2,
+  )
   return `${text.replace(new RegExp(`"${BIG}(-?\\d+)"`, 'g'), '$1')}\n`
 }
 

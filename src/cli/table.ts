@@ -7,26 +7,26 @@
  * - `plainTable` reproduces the Go `text/tabwriter` layout calicoctl uses for
  *   `get -o wide` (`tabwriter.NewWriter(w, 5, 1, 3, ' ', 0)`).
  */
-import Table from 'cli-table3';
+import Table from 'cli-table3'
 
-export type Align = 'left' | 'right';
+export type Align = 'left' | 'right'
 
 // eslint-disable-next-line no-control-regex
-const ANSI_RE = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)/g;
+const ANSI_RE = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)/g
 
 /** Strip ANSI escape sequences (CSI such as SGR colours, and OSC such as hyperlinks). */
 export function stripAnsi(s: string): string {
-  return s.replace(ANSI_RE, '');
+  return s.replace(ANSI_RE, '')
 }
 
 /** Number of columns: the widest of the header and every row. */
 function columnCount(head: string[], rows: string[][]): number {
-  return rows.reduce((n, r) => Math.max(n, r.length), head.length);
+  return rows.reduce((n, r) => Math.max(n, r.length), head.length)
 }
 
 /** Pad `row` with empty cells up to `n` columns (go-pretty does the same). */
 function fill(row: string[], n: number): string[] {
-  return row.length >= n ? row : [...row, ...Array<string>(n - row.length).fill('')];
+  return row.length >= n ? row : [...row, ...Array<string>(n - row.length).fill('')]
 }
 
 /**
@@ -37,13 +37,13 @@ function fill(row: string[], n: number): string[] {
  * separator and the bottom border. The result ends with a newline.
  */
 export function boxTable(head: string[], rows: string[][], align: Align[] = []): string {
-  const n = columnCount(head, rows);
-  if (n === 0) return '';
+  const n = columnCount(head, rows)
+  if (n === 0) return ''
   const table = new Table({
     // Header cells take the column alignment, so columns default to left and
     // body cells carry their own alignment.
     head: fill(head, n),
-    colAligns: Array.from({ length: n }, () => 'left' as const),
+    colAligns: Array.from({length: n}, () => 'left' as const),
     chars: {
       top: '-',
       'top-mid': '+',
@@ -63,28 +63,28 @@ export function boxTable(head: string[], rows: string[][], align: Align[] = []):
     },
     // `compact` drops the separators between body rows but cli-table3 still
     // draws the one under the header; empty style arrays disable colouring.
-    style: { head: [], border: [], compact: true, 'padding-left': 1, 'padding-right': 1 },
-  });
-  for (const r of rows) table.push(fill(r, n).map((content, i) => ({ content, hAlign: align[i] ?? 'left' })));
-  const lines = table.toString().split('\n');
+    style: {head: [], border: [], compact: true, 'padding-left': 1, 'padding-right': 1},
+  })
+  for (const r of rows) table.push(fill(r, n).map((content, i) => ({content, hAlign: align[i] ?? 'left'})))
+  const lines = table.toString().split('\n')
   if (rows.length === 0) {
     // cli-table3 closes a header-only table right under the header; go-pretty
     // draws the header separator first. In StyleDefault all three horizontal
     // rules are identical, so repeat the bottom border.
-    lines.push(lines[lines.length - 1]!);
+    lines.push(lines[lines.length - 1]!)
   }
-  return lines.join('\n') + '\n';
+  return lines.join('\n') + '\n'
 }
 
 /** tabwriter parameters used by calicoctl: minwidth 5, padding 3, pad char ' '. */
-const TAB_MINWIDTH = 5;
-const TAB_PADDING = 3;
+const TAB_MINWIDTH = 5
+const TAB_PADDING = 3
 
 /** Visible width as Go's tabwriter counts it: Unicode code points, ANSI escapes excluded. */
 function runeCount(s: string): number {
-  let n = 0;
-  for (const _ of stripAnsi(s)) n++;
-  return n;
+  let n = 0
+  for (const _ of stripAnsi(s)) n++
+  return n
 }
 
 /**
@@ -96,18 +96,20 @@ function runeCount(s: string): number {
  * with a newline.
  */
 export function plainTable(head: string[], rows: string[][]): string {
-  const n = columnCount(head, rows);
-  if (n === 0) return '';
-  const all = [fill(head, n), ...rows.map((r) => fill(r, n))];
-  const widths = Array.from({ length: n }, (_, c) =>
+  const n = columnCount(head, rows)
+  if (n === 0) return ''
+  const all = [fill(head, n), ...rows.map((r) => fill(r, n))]
+  const widths = Array.from({length: n}, (_, c) =>
     all.reduce((w, r) => Math.max(w, runeCount(r[c]!) + TAB_PADDING), TAB_MINWIDTH),
-  );
-  return all
-    .map((r) =>
-      r
-        .map((cell, c) => (c === n - 1 ? cell : cell + ' '.repeat(widths[c]! - runeCount(cell))))
-        .join('')
-        .trimEnd(),
-    )
-    .join('\n') + '\n';
+  )
+  return (
+    all
+      .map((r) =>
+        r
+          .map((cell, c) => (c === n - 1 ? cell : cell + ' '.repeat(widths[c]! - runeCount(cell))))
+          .join('')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  )
 }

@@ -17,10 +17,24 @@ import {boxTable, plainTable} from './table.js'
  * calicoctl's table. `bars` adds a UTILIZATION column for people at a terminal; callers pass it only when
  * stdout is a TTY, so piped output keeps calicoctl's exact layout.
  */
-export function utilizationTable(usage: readonly PoolUsage[], showBlocks: boolean, opts: {bars?: boolean} = {}): string {
+export function utilizationTable(
+  usage: readonly PoolUsage[],
+  showBlocks: boolean,
+  opts: {bars?: boolean} = {},
+): string {
   const rows: string[][] = []
-  const row = (grouping: string, u: {cidr: string; capacity: bigint; inUse: bigint; reserved: bigint; free: bigint}) => {
-    const r = [grouping, u.cidr, String(u.capacity), countWithPercent(u.inUse, u.capacity), countWithPercent(u.reserved, u.capacity), countWithPercent(u.free, u.capacity)]
+  const row = (
+    grouping: string,
+    u: {cidr: string; capacity: bigint; inUse: bigint; reserved: bigint; free: bigint},
+  ) => {
+    const r = [
+      grouping,
+      u.cidr,
+      String(u.capacity),
+      countWithPercent(u.inUse, u.capacity),
+      countWithPercent(u.reserved, u.capacity),
+      countWithPercent(u.free, u.capacity),
+    ]
     if (opts.bars) r.push(usageBar(u.inUse, u.capacity))
     rows.push(r)
   }
@@ -43,7 +57,12 @@ export function usageBar(n: bigint, total: bigint): string {
 }
 
 const CELL_LETTER: Record<CellState, string> = {allocated: 'A', free: '.', reserved: 'R', cooldown: 'C'}
-const CELL_NAME: Record<CellState, string> = {allocated: 'allocated', free: 'free', reserved: 'reserved', cooldown: 'cooling down'}
+const CELL_NAME: Record<CellState, string> = {
+  allocated: 'allocated',
+  free: 'free',
+  reserved: 'reserved',
+  cooldown: 'cooling down',
+}
 const CELL_ORDER: readonly CellState[] = ['allocated', 'free', 'reserved', 'cooldown']
 
 /**
@@ -63,24 +82,40 @@ export function borrowedTable(b: {borrowed: Borrowed[]; withoutNode: number}): s
     ['IP', 'BORROWING-NODE', 'BLOCK', 'BLOCK OWNER', 'TYPE', 'ALLOCATED-TO'],
     b.borrowed.map((x) => [x.ip, x.borrowingNode, x.block, x.blockOwner, x.type, x.allocatedTo]),
   )
-  const note = b.withoutNode > 0 ? `\nNote: found ${b.withoutNode} IP allocations without an explicit node association. Unable to determine if they are borrowed.\n` : ''
+  const note =
+    b.withoutNode > 0
+      ? `\nNote: found ${b.withoutNode} IP allocations without an explicit node association. Unable to determine if they are borrowed.\n`
+      : ''
   return table + note
 }
 
 export function configTable(c: IpamConfig): string {
-  return boxTable(['PROPERTY', 'VALUE'], [
-    ['StrictAffinity', String(c.strictAffinity)],
-    ['AutoAllocateBlocks', String(c.autoAllocateBlocks)],
-    ['MaxBlocksPerHost', String(c.maxBlocksPerHost)],
-    ['KubeVirtVMAddressPersistence', c.kubeVirtVMAddressPersistence],
-    ['IPCooldownSeconds', String(c.ipCooldownSeconds)],
-  ])
+  return boxTable(
+    ['PROPERTY', 'VALUE'],
+    [
+      ['StrictAffinity', String(c.strictAffinity)],
+      ['AutoAllocateBlocks', String(c.autoAllocateBlocks)],
+      ['MaxBlocksPerHost', String(c.maxBlocksPerHost)],
+      ['KubeVirtVMAddressPersistence', c.kubeVirtVMAddressPersistence],
+      ['IPCooldownSeconds', String(c.ipCooldownSeconds)],
+    ],
+  )
 }
 
 export function poolsTable(pools: readonly Pool[]): string {
   return plainTable(
     ['NAME', 'CIDR', 'NAT', 'IPIPMODE', 'VXLANMODE', 'DISABLED', 'DISABLEBGPEXPORT', 'SELECTOR', 'ASSIGNMENTMODE'],
-    pools.map((p) => [p.name, p.spec.cidr, String(p.spec.natOutgoing), p.spec.ipipMode, p.spec.vxlanMode, String(p.spec.disabled), String(p.spec.disableBGPExport), p.spec.nodeSelector, p.spec.assignmentMode]),
+    pools.map((p) => [
+      p.name,
+      p.spec.cidr,
+      String(p.spec.natOutgoing),
+      p.spec.ipipMode,
+      p.spec.vxlanMode,
+      String(p.spec.disabled),
+      String(p.spec.disableBGPExport),
+      p.spec.nodeSelector,
+      p.spec.assignmentMode,
+    ]),
   )
 }
 
@@ -100,39 +135,58 @@ export function blocksTable(blocks: readonly StoredBlock[]): string {
 export function nodesTable(nodes: readonly (NodeRecord & NodeUsage)[]): string {
   return plainTable(
     ['NAME', 'BLOCKS', 'ADDRESSES', 'LABELS'],
-    nodes.map((n) => [n.name, String(n.blocks), String(n.addresses), Object.entries(n.labels).map(([k, v]) => `${k}=${v}`).join(',')]),
+    nodes.map((n) => [
+      n.name,
+      String(n.blocks),
+      String(n.addresses),
+      Object.entries(n.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    ]),
   )
 }
 
 export function statusTable(st: StoreStatus): string {
   const rows: string[][] = [
     ['Datastore', `${st.type} (${st.sources.datastoreType ?? 'default'})`],
-    [st.type === 'etcdv3' ? 'Endpoints' : 'File', `${st.location} (${(st.type === 'etcdv3' ? st.sources.etcdEndpoints : st.sources.datastorePath) ?? 'default'})`],
+    [
+      st.type === 'etcdv3' ? 'Endpoints' : 'File',
+      `${st.location} (${(st.type === 'etcdv3' ? st.sources.etcdEndpoints : st.sources.datastorePath) ?? 'default'})`,
+    ],
     ['Config file', st.configFile ?? '<none>'],
     ['Healthy', st.healthy ? 'yes' : `no: ${st.error ?? ''}`],
   ]
   if (st.healthy) {
     rows.push(['Revision', String(st.revision)], ['Latency', `${st.latencyMs} ms`])
     const k = st.keys!
-    rows.push(['Keys', `${k.total} (pools ${k.pools}, blocks ${k.blocks}, affinities ${k.affinities}, handles ${k.handles}, nodes ${k.nodes})`])
+    rows.push([
+      'Keys',
+      `${k.total} (pools ${k.pools}, blocks ${k.blocks}, affinities ${k.affinities}, handles ${k.handles}, nodes ${k.nodes})`,
+    ])
   }
   return boxTable(['PROPERTY', 'VALUE'], rows)
 }
 
 export function reservationsTable(reservations: readonly Reservation[]): string {
-  return plainTable(['NAME', 'CIDRS'], reservations.map((r) => [r.name, r.reservedCIDRs.join(',')]))
+  return plainTable(
+    ['NAME', 'CIDRS'],
+    reservations.map((r) => [r.name, r.reservedCIDRs.join(',')]),
+  )
 }
 
 /** What `datastore migrate` will do; the dry run and the real run print the same text. */
 export function migrationPlanText(p: MigrationPlan): string {
   const groups = (keys: readonly string[]) =>
-    keyGroups(keys).flatMap((g) => (g.keys.length > 0 ? g.keys.map((k) => `  ${k}`) : [`  ${g.prefix}… (${g.count} keys)`]))
+    keyGroups(keys).flatMap((g) =>
+      g.keys.length > 0 ? g.keys.map((k) => `  ${k}`) : [`  ${g.prefix}… (${g.count} keys)`],
+    )
   const l = [
     `Source: ${p.source}, ${p.copy.length} keys under /calico/`,
     `Target: ${p.target}, ${p.targetKeys} keys under /calico/`,
     `Write ${p.copy.length} keys: ${p.created} new, ${p.overwritten.length} overwritten, ${p.unchanged} already equal`,
   ]
-  if (p.overwritten.length > 0) l.push(`Overwrite ${p.overwritten.length} keys whose value differs:`, ...groups(p.overwritten))
+  if (p.overwritten.length > 0)
+    l.push(`Overwrite ${p.overwritten.length} keys whose value differs:`, ...groups(p.overwritten))
   if (p.remove.length > 0) l.push(`Remove ${p.remove.length} keys the source does not have:`, ...groups(p.remove))
   return `${l.join('\n')}\n`
 }

@@ -25,6 +25,7 @@ export function parseGoBool(text: string): boolean | undefined {
 }
 
 export function parseNonNegativeInt(text: string, what: string, max = Number.MAX_SAFE_INTEGER): number {
-  if (!/^\d+$/.test(text) || Number(text) > max) throw new ValidationError(`invalid ${what} ${JSON.stringify(text)}: expected a whole number from 0 to ${max}`)
+  if (!/^\d+$/.test(text) || Number(text) > max)
+    throw new ValidationError(`invalid ${what} ${JSON.stringify(text)}: expected a whole number from 0 to ${max}`)
   return Number(text)
 }

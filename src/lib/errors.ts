@@ -46,7 +46,10 @@ export class ExhaustedError extends IpamError {
  */
 export class InterruptedError extends IpamError {
   override readonly exitCode = 130
-  constructor(readonly signal: NodeJS.Signals, message: string) {
+  constructor(
+    readonly signal: NodeJS.Signals,
+    message: string,
+  ) {
     super(message)
   }
 }

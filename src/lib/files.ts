@@ -19,7 +19,9 @@ export function readTextFile(file: string, what: string, maxBytes = TEXT_MAX_BYT
   try {
     fd = file === '-' ? 0 : fs.openSync(file, 'r')
   } catch (err) {
-    throw new ValidationError(`cannot read ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw new ValidationError(
+      `cannot read ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    )
   }
   const chunks: Buffer[] = []
   let total = 0

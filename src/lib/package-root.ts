@@ -11,11 +11,13 @@ export function packageRoot(): string {
   if (root !== undefined) return root
   for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
     try {
-      if ((JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {name?: string}).name === 'ipamctl') return (root = dir)
+      if ((JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {name?: string}).name === 'ipamctl')
+        return (root = dir)
     } catch {
       /* no package.json here, or not ours: keep looking */
     }
-    if (path.dirname(dir) === dir) throw new Error(`cannot find ipamctl's package.json above ${fileURLToPath(import.meta.url)}`)
+    if (path.dirname(dir) === dir)
+      throw new Error(`cannot find ipamctl's package.json above ${fileURLToPath(import.meta.url)}`)
   }
 }
 
@@ -25,7 +27,9 @@ let version: string | undefined
 export function packageVersion(): string {
   if (version !== undefined) return version
   try {
-    version = (JSON.parse(fs.readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as {version?: string}).version ?? 'unknown'
+    version =
+      (JSON.parse(fs.readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as {version?: string}).version ??
+      'unknown'
   } catch {
     version = 'unknown'
   }

@@ -10,7 +10,9 @@ const canNetns = process.getuid?.() === 0 && spawnSync('ip', ['netns', 'list']).
 const skip = canNetns ? false : 'needs root and ip netns'
 
 const links = (ns: string): string[] =>
-  (JSON.parse(execFileSync('ip', ['-n', ns, '-j', 'link', 'show'], {encoding: 'utf8'})) as {ifname: string}[]).map((l) => l.ifname).filter((n) => n !== 'lo')
+  (JSON.parse(execFileSync('ip', ['-n', ns, '-j', 'link', 'show'], {encoding: 'utf8'})) as {ifname: string}[])
+    .map((l) => l.ifname)
+    .filter((n) => n !== 'lo')
 
 describe('cni add: host veths of plain (non-Kubernetes) pods', {skip}, () => {
   test('two namespaces whose default container IDs share 11 characters: both pods keep eth0 and get their own host veth', async () => {

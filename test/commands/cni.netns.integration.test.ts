@@ -30,7 +30,10 @@ describe('cni commands (netns integration)', {skip}, () => {
       assert.ok(addrs[0].addr_info.some((a: {local: string; prefixlen: number}) => `${a.local}/${a.prefixlen}` === ip))
       assert.equal(await sb.ok('cni', 'check', ...pod), 'OK: the pod network is as expected\n')
       const list = JSON.parse(await sb.ok('cni', 'list', '--node', 'n1', '-o', 'json'))
-      assert.deepEqual(list.map((w: {pod: string; ipNetworks: string[]}) => [w.pod, w.ipNetworks]), [['web-0', [ip]]])
+      assert.deepEqual(
+        list.map((w: {pod: string; ipNetworks: string[]}) => [w.pod, w.ipNetworks]),
+        [['web-0', [ip]]],
+      )
       // Break the pod: check must notice.
       execFileSync('ip', ['-n', ns, 'addr', 'del', ip, 'dev', 'eth0'])
       const bad = await sb.run('cni', 'check', ...pod)
@@ -69,7 +72,11 @@ describe('cni commands (netns integration)', {skip}, () => {
     assert.equal(again.status, 2)
     assert.match(again.stderr, /ipamctl-cni and \S+ipamctl-ipam already exist; pass --force to replace them\n$/)
     await sb.ok('cni', 'install', '--dir', dir, '--as-calico')
-    const version = execFileSync(path.join(dir, 'calico-ipam'), {env: {...process.env, CNI_COMMAND: 'VERSION'}, input: '', encoding: 'utf8'})
+    const version = execFileSync(path.join(dir, 'calico-ipam'), {
+      env: {...process.env, CNI_COMMAND: 'VERSION'},
+      input: '',
+      encoding: 'utf8',
+    })
     assert.match(version, /"supportedVersions"/)
   })
 })

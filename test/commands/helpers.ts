@@ -6,267 +6,297 @@
 // - Sandbox: a temp dir + store file, `run(...args)` and `dump()`.
 // - fixture(): a store prepared once per process by running CLI commands, copied into each sandbox that
 //   needs it (copying a file is far cheaper than re-running the setup commands).
-import assert from 'node:assert/strict';
-import {runProcess} from '../support/process.ts';
-import {execFileSync} from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import {fileURLToPath} from 'node:url';
-import Database from 'better-sqlite3';
+import assert from 'node:assert/strict'
+import {runProcess} from '../support/process.ts'
+import {execFileSync} from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+import Database from 'better-sqlite3'
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = path.join(ROOT, 'bin', 'run.cjs');
-const SRC = path.join(ROOT, 'src');
-const DIST = path.join(ROOT, 'dist');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+const BIN = path.join(ROOT, 'bin', 'run.cjs')
+const SRC = path.join(ROOT, 'src')
+const DIST = path.join(ROOT, 'dist')
 
 // ---------------------------------------------------------------------------------------------- build
 
 function walk(dir: string, ext: string, out: string[] = []): string[] {
-  let entries: fs.Dirent[];
+  let entries: fs.Dirent[]
   try {
-    entries = fs.readdirSync(dir, {withFileTypes: true});
+    entries = fs.readdirSync(dir, {withFileTypes: true})
   } catch {
-    return out;
+    return out
   }
   for (const e of entries) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) walk(p, ext, out);
-    else if (e.name.endsWith(ext)) out.push(p);
+    const p = path.join(dir, e.name)
+    if (e.isDirectory()) walk(p, ext, out)
+    else if (e.name.endsWith(ext)) out.push(p)
   }
-  return out;
+  return out
 }
 
 /** Stale when dist/commands is missing, a src file has no output, or any src file is newer than any output. */
 function distIsStale(): boolean {
-  if (!fs.existsSync(path.join(DIST, 'commands'))) return true;
-  let oldestOut = Infinity;
+  if (!fs.existsSync(path.join(DIST, 'commands'))) return true
+  let oldestOut = Infinity
   for (const src of walk(SRC, '.ts')) {
-    if (src.endsWith('.d.ts')) continue;
-    const out = path.join(DIST, path.relative(SRC, src)).replace(/\.ts$/, '.js');
-    let st: fs.Stats;
+    if (src.endsWith('.d.ts')) continue
+    const out = path.join(DIST, path.relative(SRC, src)).replace(/\.ts$/, '.js')
+    let st: fs.Stats
     try {
-      st = fs.statSync(out);
+      st = fs.statSync(out)
     } catch {
-      return true;
+      return true
     }
-    oldestOut = Math.min(oldestOut, st.mtimeMs);
+    oldestOut = Math.min(oldestOut, st.mtimeMs)
   }
-  return walk(SRC, '.ts').some((src) => fs.statSync(src).mtimeMs > oldestOut);
+  return walk(SRC, '.ts').some((src) => fs.statSync(src).mtimeMs > oldestOut)
 }
 
-const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 
-let built = false;
+let built = false
 
 /**
  * Compile src/ → dist/ if dist/ is stale. Test files run in parallel processes, so the compile is guarded
  * by a lock directory; whoever waits re-checks staleness after the lock holder is done.
  */
 export function ensureBuilt(): void {
-  if (built) return;
+  if (built) return
   if (distIsStale()) {
-    const lock = path.join(os.tmpdir(), `ipamctl-test-build-${Buffer.from(ROOT).toString('hex').slice(-24)}.lock`);
-    const deadline = Date.now() + 180_000;
+    const lock = path.join(os.tmpdir(), `ipamctl-test-build-${Buffer.from(ROOT).toString('hex').slice(-24)}.lock`)
+    const deadline = Date.now() + 180_000
     for (;;) {
       try {
-        fs.mkdirSync(lock);
-        break;
+        fs.mkdirSync(lock)
+        break
       } catch {
         // Another test process is compiling; a lock left by a killed run is broken after two minutes.
         try {
-          if (Date.now() - fs.statSync(lock).mtimeMs > 120_000) fs.rmSync(lock, {recursive: true, force: true});
+          if (Date.now() - fs.statSync(lock).mtimeMs > 120_000) fs.rmSync(lock, {recursive: true, force: true})
         } catch {
           /* lock vanished: retry */
         }
-        if (Date.now() > deadline) throw new Error(`timed out waiting for the build lock ${lock}`);
-        sleepSync(100);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for the build lock ${lock}`)
+        sleepSync(100)
       }
     }
     try {
       if (distIsStale()) {
         try {
-          execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {cwd: ROOT, stdio: 'pipe'});
+          execFileSync(
+            process.execPath,
+            [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+            {cwd: ROOT, stdio: 'pipe'},
+          )
         } catch (err) {
           // tsc still emits on type errors (src is edited concurrently); only a missing build is fatal.
-          const e = err as {stdout?: Buffer};
-          process.stderr.write(`[test/commands] tsc reported errors; testing what it emitted:\n${e.stdout?.toString() ?? err}\n`);
-          if (!fs.existsSync(path.join(DIST, 'commands'))) throw err;
+          const e = err as {stdout?: Buffer}
+          process.stderr.write(
+            `[test/commands] tsc reported errors; testing what it emitted:\n${e.stdout?.toString() ?? err}\n`,
+          )
+          if (!fs.existsSync(path.join(DIST, 'commands'))) throw err
         }
       }
     } finally {
-      fs.rmSync(lock, {recursive: true, force: true});
+      fs.rmSync(lock, {recursive: true, force: true})
     }
   }
-  built = true;
+  built = true
 }
 
 // ---------------------------------------------------------------------------------------------- running
 
 export interface RunResult {
-  stdout: string;
-  stderr: string;
-  status: number | null;
+  stdout: string
+  stderr: string
+  status: number | null
 }
 
 export interface RunOptions {
   /** Written to the child's stdin, which is then closed (stdin is always a pipe, never a TTY). */
-  input?: string;
+  input?: string
   /** Extra environment; a value of `undefined` removes the variable. */
-  env?: Record<string, string | undefined>;
+  env?: Record<string, string | undefined>
 }
 
-let spawns = 0;
+let spawns = 0
 /** How many CLI processes this test process has started (to keep the suite's cost in check). */
-export const spawnCount = () => spawns;
+export const spawnCount = () => spawns
 
 /** Run `node bin/run.cjs ...args` with the given datastore file. */
 export function runCli(db: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
-  ensureBuilt();
-  spawns++;
-  const env: NodeJS.ProcessEnv = {...process.env, IPAMCTL_DATASTORE_PATH: db, NO_COLOR: '1'};
-  delete env.FORCE_COLOR;
-  delete env.DEBUG;
-  delete env.NODE_OPTIONS; // the test runner's --import tsx must not leak into the child
+  ensureBuilt()
+  spawns++
+  const env: NodeJS.ProcessEnv = {...process.env, IPAMCTL_DATASTORE_PATH: db, NO_COLOR: '1'}
+  delete env.FORCE_COLOR
+  delete env.DEBUG
+  delete env.NODE_OPTIONS // the test runner's --import tsx must not leak into the child
   for (const [k, v] of Object.entries(opts.env ?? {})) {
-    if (v === undefined) delete env[k];
-    else env[k] = v;
+    if (v === undefined) delete env[k]
+    else env[k] = v
   }
-  return runProcess(process.execPath, [BIN, ...args], {cwd: ROOT, env, stdin: opts.input}).then((r) => ({stdout: r.stdout, stderr: r.stderr, status: r.code}));
+  return runProcess(process.execPath, [BIN, ...args], {cwd: ROOT, env, stdin: opts.input}).then((r) => ({
+    stdout: r.stdout,
+    stderr: r.stderr,
+    status: r.code,
+  }))
 }
 
 // ---------------------------------------------------------------------------------------------- sandboxes
 
-const tempDirs: string[] = [];
+const tempDirs: string[] = []
 process.on('exit', () => {
-  for (const d of tempDirs) fs.rmSync(d, {recursive: true, force: true});
-  if (process.env.IPAMCTL_TEST_SPAWNS) process.stderr.write(`[test/commands] ${process.argv[1] ? path.basename(process.argv.at(-1)!) : ''} spawned ${spawns} CLI processes\n`);
-});
+  for (const d of tempDirs) fs.rmSync(d, {recursive: true, force: true})
+  if (process.env.IPAMCTL_TEST_SPAWNS)
+    process.stderr.write(
+      `[test/commands] ${process.argv[1] ? path.basename(process.argv.at(-1)!) : ''} spawned ${spawns} CLI processes\n`,
+    )
+})
 
 function tempDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-cmd-'));
-  tempDirs.push(d);
-  return d;
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-cmd-'))
+  tempDirs.push(d)
+  return d
 }
 
 export interface Sandbox {
-  dir: string;
+  dir: string
   /** The datastore file (IPAMCTL_DATASTORE_PATH). */
-  db: string;
-  run(...args: string[]): Promise<RunResult>;
-  runWith(opts: RunOptions, ...args: string[]): Promise<RunResult>;
+  db: string
+  run(...args: string[]): Promise<RunResult>
+  runWith(opts: RunOptions, ...args: string[]): Promise<RunResult>
   /** Run and assert exit status 0 (showing stderr on failure); returns stdout. */
-  ok(...args: string[]): Promise<string>;
+  ok(...args: string[]): Promise<string>
   /** Every key, value and mod_revision plus the global revision: equal dumps = unchanged datastore. */
-  dump(): string;
+  dump(): string
   /** The stored value of one key, read directly from the SQLite file. */
-  value(key: string): string | undefined;
-  keys(prefix?: string): string[];
+  value(key: string): string | undefined
+  keys(prefix?: string): string[]
   /** Write a file into the sandbox dir and return its path. */
-  file(name: string, text: string): string;
+  file(name: string, text: string): string
 }
 
 /** A sandbox with an empty datastore (the file is created by the first command). */
 export function sandbox(): Sandbox {
-  const dir = tempDir();
-  const db = path.join(dir, 'ipam.db');
+  const dir = tempDir()
+  const db = path.join(dir, 'ipam.db')
   const sb: Sandbox = {
     dir,
     db,
     run: (...args) => runCli(db, args),
     runWith: (opts, ...args) => runCli(db, args, opts),
     async ok(...args) {
-      const r = await runCli(db, args);
-      assert.equal(r.status, 0, `ipamctl ${args.join(' ')} failed (${r.status}):\n${r.stderr}${r.stdout}`);
-      return r.stdout;
+      const r = await runCli(db, args)
+      assert.equal(r.status, 0, `ipamctl ${args.join(' ')} failed (${r.status}):\n${r.stderr}${r.stdout}`)
+      return r.stdout
     },
     dump: () => dumpStore(db),
     value(key) {
-      return withDb(db, (d) => (d.prepare('SELECT value FROM kv WHERE key = ?').pluck().get(key) as string | undefined) ?? undefined);
+      return withDb(
+        db,
+        (d) => (d.prepare('SELECT value FROM kv WHERE key = ?').pluck().get(key) as string | undefined) ?? undefined,
+      )
     },
     keys(prefix = '') {
-      return withDb(db, (d) => d.prepare('SELECT key FROM kv ORDER BY key').pluck().all() as string[]).filter((k) => k.startsWith(prefix));
+      return withDb(db, (d) => d.prepare('SELECT key FROM kv ORDER BY key').pluck().all() as string[]).filter((k) =>
+        k.startsWith(prefix),
+      )
     },
     file(name, text) {
-      const p = path.join(dir, name);
-      fs.writeFileSync(p, text);
-      return p;
+      const p = path.join(dir, name)
+      fs.writeFileSync(p, text)
+      return p
     },
-  };
-  return sb;
+  }
+  return sb
 }
 
 function withDb<T>(file: string, fn: (d: Database.Database) => T): T {
-  const d = new Database(file, {readonly: true, fileMustExist: true});
+  const d = new Database(file, {readonly: true, fileMustExist: true})
   try {
-    return fn(d);
+    return fn(d)
   } finally {
-    d.close();
+    d.close()
   }
 }
 
 export function dumpStore(file: string): string {
-  if (!fs.existsSync(file)) return '<no datastore file>';
+  if (!fs.existsSync(file)) return '<no datastore file>'
   return withDb(file, (d) => {
-    const rows = d.prepare('SELECT key, value, mod_revision FROM kv ORDER BY key').safeIntegers(true).all() as {key: string; value: string; mod_revision: bigint}[];
-    const rev = d.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck().get() as bigint | undefined;
-    return [`revision ${rev}`, ...rows.map((r) => `${r.key} @${r.mod_revision} ${r.value}`)].join('\n');
-  });
+    const rows = d.prepare('SELECT key, value, mod_revision FROM kv ORDER BY key').safeIntegers(true).all() as {
+      key: string
+      value: string
+      mod_revision: bigint
+    }[]
+    const rev = d.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck().get() as
+      | bigint
+      | undefined
+    return [`revision ${rev}`, ...rows.map((r) => `${r.key} @${r.mod_revision} ${r.value}`)].join('\n')
+  })
 }
 
-const fixtures = new Map<string, Promise<string>>();
+const fixtures = new Map<string, Promise<string>>()
 
 /**
  * A datastore prepared once per process by running `steps` (each an argv) in order; every call returns a
  * new sandbox holding a private copy of it.
  */
 export async function fixture(name: string, steps: readonly (readonly string[])[]): Promise<Sandbox> {
-  let ready = fixtures.get(name);
+  let ready = fixtures.get(name)
   if (!ready) {
     ready = (async () => {
-      const base = sandbox();
-      for (const s of steps) await base.ok(...s);
-      return base.db;
-    })();
-    fixtures.set(name, ready);
+      const base = sandbox()
+      for (const s of steps) await base.ok(...s)
+      return base.db
+    })()
+    fixtures.set(name, ready)
   }
-  const src = await ready;
-  const sb = sandbox();
+  const src = await ready
+  const sb = sandbox()
   for (const suffix of ['', '-wal', '-shm']) {
-    if (fs.existsSync(src + suffix)) fs.copyFileSync(src + suffix, sb.db + suffix);
+    if (fs.existsSync(src + suffix)) fs.copyFileSync(src + suffix, sb.db + suffix)
   }
-  return sb;
+  return sb
 }
 
 // ---------------------------------------------------------------------------------------------- assertions
 
 // eslint-disable-next-line no-control-regex
-export const ANSI = /\u001b\[|\u001b\]/;
+export const ANSI = /\u001b\[|\u001b\]/
 
 /**
  * A clean failure: the given exit status, nothing on stdout, and exactly one stderr line that starts with
  * `Error: ` (matching `message` if given) with no stack trace.
  */
 export function assertCleanError(r: RunResult, status: number, message?: RegExp | string): void {
-  const ctx = `status ${r.status}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
-  assert.equal(r.status, status, ctx);
-  assert.equal(r.stdout, '', ctx);
-  assert.ok(r.stderr.startsWith('Error: '), ctx);
-  assert.ok(r.stderr.endsWith('\n'), ctx);
-  assert.equal(r.stderr.trimEnd().split('\n').length, 1, `expected one stderr line\n${ctx}`);
-  assert.doesNotMatch(r.stderr, /^\s+at /m, ctx);
-  assert.doesNotMatch(r.stderr, ANSI, ctx);
-  if (typeof message === 'string') assert.ok(r.stderr.includes(message), `expected ${JSON.stringify(message)}\n${ctx}`);
-  else if (message) assert.match(r.stderr, message, ctx);
+  const ctx = `status ${r.status}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`
+  assert.equal(r.status, status, ctx)
+  assert.equal(r.stdout, '', ctx)
+  assert.ok(r.stderr.startsWith('Error: '), ctx)
+  assert.ok(r.stderr.endsWith('\n'), ctx)
+  assert.equal(r.stderr.trimEnd().split('\n').length, 1, `expected one stderr line\n${ctx}`)
+  assert.doesNotMatch(r.stderr, /^\s+at /m, ctx)
+  assert.doesNotMatch(r.stderr, ANSI, ctx)
+  if (typeof message === 'string') assert.ok(r.stderr.includes(message), `expected ${JSON.stringify(message)}\n${ctx}`)
+  else if (message) assert.match(r.stderr, message, ctx)
 }
 
 /** Run a command that must fail cleanly and must leave the datastore byte-for-byte unchanged. */
-export async function assertRejected(sb: Sandbox, args: readonly string[], status: number, message?: RegExp | string, opts: RunOptions = {}): Promise<RunResult> {
-  const before = sb.dump();
-  const r = await runCli(sb.db, args, opts);
-  assertCleanError(r, status, message);
-  assert.equal(sb.dump(), before, `ipamctl ${args.join(' ')} changed the datastore`);
-  return r;
+export async function assertRejected(
+  sb: Sandbox,
+  args: readonly string[],
+  status: number,
+  message?: RegExp | string,
+  opts: RunOptions = {},
+): Promise<RunResult> {
+  const before = sb.dump()
+  const r = await runCli(sb.db, args, opts)
+  assertCleanError(r, status, message)
+  assert.equal(sb.dump(), before, `ipamctl ${args.join(' ')} changed the datastore`)
+  return r
 }
 
-export const lines = (s: string): string[] => s.split('\n').filter((l) => l !== '');
+export const lines = (s: string): string[] => s.split('\n').filter((l) => l !== '')

@@ -1,69 +1,83 @@
 // SIGINT/SIGTERM during multi-transaction commands: the real binary, real signals. A signal is sent once the
 // datastore file shows the command is part-way (polled read-only), never after a fixed delay; every
 // expectation is then read back from the store, so nothing depends on how far the command had got.
-import assert from 'node:assert/strict';
-import {spawn} from 'node:child_process';
-import path from 'node:path';
-import {describe, test} from 'node:test';
-import {assertCleanError, assertRejected, ensureBuilt, fixture, ROOT, runCli, type RunResult, type Sandbox} from './helpers.ts';
+import assert from 'node:assert/strict'
+import {spawn} from 'node:child_process'
+import path from 'node:path'
+import {describe, test} from 'node:test'
+import {
+  assertCleanError,
+  assertRejected,
+  ensureBuilt,
+  fixture,
+  ROOT,
+  runCli,
+  type RunResult,
+  type Sandbox,
+} from './helpers.ts'
 
-const POOL_KEY = '/calico/resources/v3/projectcalico.org/ippools/p1';
-const NODE_KEY = (host: string) => `/calico/resources/v3/projectcalico.org/nodes/${host}`;
-const BLOCKS = '/calico/ipam/v2/assignment/';
+const POOL_KEY = '/calico/resources/v3/projectcalico.org/ippools/p1'
+const NODE_KEY = (host: string) => `/calico/resources/v3/projectcalico.org/nodes/${host}`
+const BLOCKS = '/calico/ipam/v2/assignment/'
 
 /** Start `ipamctl ...args` on the sandbox's store; the caller signals it and awaits `done`. */
 function start(sb: Sandbox, args: readonly string[]): {pid: number; done: Promise<RunResult>} {
-  ensureBuilt();
-  const env: NodeJS.ProcessEnv = {...process.env, IPAMCTL_DATASTORE_PATH: sb.db, NO_COLOR: '1'};
-  delete env.NODE_OPTIONS;
-  delete env.FORCE_COLOR;
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'run.cjs'), ...args], {cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe']});
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const killer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  ensureBuilt()
+  const env: NodeJS.ProcessEnv = {...process.env, IPAMCTL_DATASTORE_PATH: sb.db, NO_COLOR: '1'}
+  delete env.NODE_OPTIONS
+  delete env.FORCE_COLOR
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'run.cjs'), ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d) => (stdout += d))
+  child.stderr.on('data', (d) => (stderr += d))
+  const killer = setTimeout(() => child.kill('SIGKILL'), 120_000)
   const done = new Promise<RunResult>((resolve, reject) => {
-    child.on('error', reject);
+    child.on('error', reject)
     child.on('close', (code, signal) => {
-      clearTimeout(killer);
-      resolve({stdout, stderr, status: code ?? (signal ? -1 : null)});
-    });
-  });
-  return {pid: child.pid!, done};
+      clearTimeout(killer)
+      resolve({stdout, stderr, status: code ?? (signal ? -1 : null)})
+    })
+  })
+  return {pid: child.pid!, done}
 }
 
 /** Poll the store (read-only) until `ready` holds; fails if the command ends first. */
 async function until(sb: Sandbox, running: Promise<RunResult>, ready: () => boolean): Promise<void> {
-  let ended = false;
-  void running.then(() => (ended = true));
+  let ended = false
+  void running.then(() => (ended = true))
   while (!ready()) {
-    if (ended) assert.fail(`the command ended before the state to interrupt it in was seen: ${JSON.stringify(await running)}`);
-    await new Promise((r) => setTimeout(r, 2));
+    if (ended)
+      assert.fail(`the command ended before the state to interrupt it in was seen: ${JSON.stringify(await running)}`)
+    await new Promise((r) => setTimeout(r, 2))
   }
 }
 
 const safeValue = (sb: Sandbox, key: string): string | undefined => {
   try {
-    return sb.value(key);
+    return sb.value(key)
   } catch {
-    return undefined; // the file is being created
+    return undefined // the file is being created
   }
-};
+}
 
 /** Addresses the store holds for `handle`, by its handle record. */
 function handleCount(sb: Sandbox, handle: string): number {
-  const v = sb.value(`/calico/ipam/v2/handle/${handle}`);
-  if (!v) return 0;
-  return Object.values(JSON.parse(v).block as Record<string, number>).reduce((a, b) => a + b, 0);
+  const v = sb.value(`/calico/ipam/v2/handle/${handle}`)
+  if (!v) return 0
+  return Object.values(JSON.parse(v).block as Record<string, number>).reduce((a, b) => a + b, 0)
 }
 
 /** The command in "...; to undo: ipamctl ..." as an argv (our commands here have no quoted arguments). */
 const undoArgs = (line: string): string[] => {
-  const m = /; to undo: ipamctl (.*)$/.exec(line.trim());
-  assert.ok(m, `no undo command in ${JSON.stringify(line)}`);
-  return m[1]!.split(' ');
-};
+  const m = /; to undo: ipamctl (.*)$/.exec(line.trim())
+  assert.ok(m, `no undo command in ${JSON.stringify(line)}`)
+  return m[1]!.split(' ')
+}
 
 // One host with 100 small blocks of its own (strict affinity lifts the 20-block cap): deleting the pool
 // then has 100 affinity releases after the grace wait, so it is still running when the signal comes.
@@ -72,28 +86,29 @@ const manyBlocks = () =>
     ['pool', 'create', 'p1', '--cidr', '10.0.0.0/8', '--block-size', '30'],
     ['ipam', 'configure', '--strictaffinity=true', '--max-blocks-per-host', '100000'],
     ['ipam', 'assign', '--host', 'n1', '--count', '400', '--handle', 'old'],
-  ]);
+  ])
 
 describe('interrupting pool delete', () => {
   test('SIGINT after the pool was disabled: exit 130, one line, the pool still exists and is enabled again', async () => {
-    const sb = await manyBlocks();
-    const run = start(sb, ['pool', 'delete', 'p1', '--yes']);
-    await until(sb, run.done, () => safeValue(sb, POOL_KEY)?.includes('"disabled":true') ?? false);
-    process.kill(run.pid, 'SIGINT');
-    const r = await run.done;
-    assertCleanError(r, 130, /^Error: interrupted by SIGINT: IP pool p1 was not deleted and is enabled again/);
-    const pool = sb.value(POOL_KEY);
-    assert.ok(pool, 'the pool must still exist');
-    assert.doesNotMatch(pool, /"disabled"/, 'the pool must be enabled again');
+    const sb = await manyBlocks()
+    const run = start(sb, ['pool', 'delete', 'p1', '--yes'])
+    await until(sb, run.done, () => safeValue(sb, POOL_KEY)?.includes('"disabled":true') ?? false)
+    process.kill(run.pid, 'SIGINT')
+    const r = await run.done
+    assertCleanError(r, 130, /^Error: interrupted by SIGINT: IP pool p1 was not deleted and is enabled again/)
+    const pool = sb.value(POOL_KEY)
+    assert.ok(pool, 'the pool must still exist')
+    assert.doesNotMatch(pool, /"disabled"/, 'the pool must be enabled again')
     // Affinities released before the signal left their blocks unowned; the line says how many.
-    const affinities = sb.keys('/calico/ipam/v2/host/n1/').length;
-    const released = 100 - affinities;
-    if (released > 0) assert.match(r.stderr, new RegExp(`; ${released} block affinit(y was|ies were) already released \\(harmless`));
-    else assert.doesNotMatch(r.stderr, /already released/);
+    const affinities = sb.keys('/calico/ipam/v2/host/n1/').length
+    const released = 100 - affinities
+    if (released > 0)
+      assert.match(r.stderr, new RegExp(`; ${released} block affinit(y was|ies were) already released \\(harmless`))
+    else assert.doesNotMatch(r.stderr, /already released/)
     // Nothing lost: every address is still allocated.
-    assert.equal(handleCount(sb, 'old'), 400);
-  });
-});
+    assert.equal(handleCount(sb, 'old'), 400)
+  })
+})
 
 describe('interrupting ipam assign', () => {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -101,82 +116,104 @@ describe('interrupting ipam assign', () => {
       const sb = await fixture('interrupt-assign', [
         ['pool', 'create', 'p1', '--cidr', '10.0.0.0/8', '--block-size', '30'],
         ['ipam', 'configure', '--strictaffinity=true', '--max-blocks-per-host', '100000'],
-      ]);
+      ])
       // 4000 addresses in blocks of 4: a thousand transactions, far more than happen before the signal.
-      const run = start(sb, ['ipam', 'assign', '--host', 'n1', '--count', '4000', '--handle', 'h1']);
+      const run = start(sb, ['ipam', 'assign', '--host', 'n1', '--count', '4000', '--handle', 'h1'])
       await until(sb, run.done, () => {
         try {
-          return sb.keys(BLOCKS).length >= 3;
+          return sb.keys(BLOCKS).length >= 3
         } catch {
-          return false;
+          return false
         }
-      });
-      process.kill(run.pid, signal);
-      const r = await run.done;
-      assertCleanError(r, 130, new RegExp(`^Error: interrupted by ${signal}: assigned \\d+ of 4000 addresses to host n1 under handle h1; to undo: ipamctl ipam release --handle h1 --yes\\n$`));
-      const said = Number(/assigned (\d+) of/.exec(r.stderr)![1]);
-      assert.ok(said > 0 && said < 4000, r.stderr);
-      assert.equal(handleCount(sb, 'h1'), said, 'the count on the line must be what the store holds for the handle');
-      assert.ok(sb.value(NODE_KEY('n1')), 'the Node record a completed request writes must exist');
-      const undo = await runCli(sb.db, undoArgs(r.stderr));
-      assert.equal(undo.status, 0, undo.stderr);
-      assert.match(undo.stdout, new RegExp(`^Successfully released ${said} IP addresses of handle h1`));
-      assert.equal(sb.value('/calico/ipam/v2/handle/h1'), undefined);
-    });
+      })
+      process.kill(run.pid, signal)
+      const r = await run.done
+      assertCleanError(
+        r,
+        130,
+        new RegExp(
+          `^Error: interrupted by ${signal}: assigned \\d+ of 4000 addresses to host n1 under handle h1; to undo: ipamctl ipam release --handle h1 --yes\\n$`,
+        ),
+      )
+      const said = Number(/assigned (\d+) of/.exec(r.stderr)![1])
+      assert.ok(said > 0 && said < 4000, r.stderr)
+      assert.equal(handleCount(sb, 'h1'), said, 'the count on the line must be what the store holds for the handle')
+      assert.ok(sb.value(NODE_KEY('n1')), 'the Node record a completed request writes must exist')
+      const undo = await runCli(sb.db, undoArgs(r.stderr))
+      assert.equal(undo.status, 0, undo.stderr)
+      assert.match(undo.stdout, new RegExp(`^Successfully released ${said} IP addresses of handle h1`))
+      assert.equal(sb.value('/calico/ipam/v2/handle/h1'), undefined)
+    })
   }
-});
+})
 
 describe('interrupting release and node removal', () => {
   test('ipam release --handle: exit 130, the line says how many were released, its finish command releases the rest', async () => {
-    const sb = await manyBlocks();
-    const run = start(sb, ['ipam', 'release', '--handle', 'old', '--yes']);
-    await until(sb, run.done, () => handleCount(sb, 'old') < 400);
-    process.kill(run.pid, 'SIGINT');
-    const r = await run.done;
-    assertCleanError(r, 130, /^Error: interrupted by SIGINT: released \d+ addresses of handle old; to finish: ipamctl ipam release --handle old --yes\n$/);
-    const said = Number(/released (\d+) addresses/.exec(r.stderr)![1]);
-    assert.equal(said + handleCount(sb, 'old'), 400, 'released + still held must be every address');
-    const finish = await runCli(sb.db, ['ipam', 'release', '--handle', 'old', '--yes']);
-    assert.equal(finish.status, 0, finish.stderr);
-    assert.equal(sb.value('/calico/ipam/v2/handle/old'), undefined);
-  });
+    const sb = await manyBlocks()
+    const run = start(sb, ['ipam', 'release', '--handle', 'old', '--yes'])
+    await until(sb, run.done, () => handleCount(sb, 'old') < 400)
+    process.kill(run.pid, 'SIGINT')
+    const r = await run.done
+    assertCleanError(
+      r,
+      130,
+      /^Error: interrupted by SIGINT: released \d+ addresses of handle old; to finish: ipamctl ipam release --handle old --yes\n$/,
+    )
+    const said = Number(/released (\d+) addresses/.exec(r.stderr)![1])
+    assert.equal(said + handleCount(sb, 'old'), 400, 'released + still held must be every address')
+    const finish = await runCli(sb.db, ['ipam', 'release', '--handle', 'old', '--yes'])
+    assert.equal(finish.status, 0, finish.stderr)
+    assert.equal(sb.value('/calico/ipam/v2/handle/old'), undefined)
+  })
 
   test('node remove: exit 130, the node record is still there, re-running the printed command finishes it', async () => {
-    const sb = await manyBlocks();
-    const run = start(sb, ['node', 'remove', 'n1', '--yes']);
-    await until(sb, run.done, () => sb.keys('/calico/ipam/v2/host/n1/').length < 100);
-    process.kill(run.pid, 'SIGINT');
-    const r = await run.done;
-    assertCleanError(r, 130, /^Error: interrupted by SIGINT: the node record is still there; released 0 addresses, deleted 0 workload endpoints, released \d+ block affinities; to finish: ipamctl node remove n1 --yes\n$/);
-    const said = Number(/released (\d+) block affinities/.exec(r.stderr)![1]);
-    assert.equal(said + sb.keys('/calico/ipam/v2/host/n1/').length, 100);
-    assert.ok(sb.value(NODE_KEY('n1')));
-    const finish = await runCli(sb.db, ['node', 'remove', 'n1', '--yes']);
-    assert.equal(finish.status, 0, finish.stderr);
-    assert.deepEqual(sb.keys('/calico/ipam/v2/host/n1/'), []);
-    assert.equal(sb.value(NODE_KEY('n1')), undefined);
-  });
-});
+    const sb = await manyBlocks()
+    const run = start(sb, ['node', 'remove', 'n1', '--yes'])
+    await until(sb, run.done, () => sb.keys('/calico/ipam/v2/host/n1/').length < 100)
+    process.kill(run.pid, 'SIGINT')
+    const r = await run.done
+    assertCleanError(
+      r,
+      130,
+      /^Error: interrupted by SIGINT: the node record is still there; released 0 addresses, deleted 0 workload endpoints, released \d+ block affinities; to finish: ipamctl node remove n1 --yes\n$/,
+    )
+    const said = Number(/released (\d+) block affinities/.exec(r.stderr)![1])
+    assert.equal(said + sb.keys('/calico/ipam/v2/host/n1/').length, 100)
+    assert.ok(sb.value(NODE_KEY('n1')))
+    const finish = await runCli(sb.db, ['node', 'remove', 'n1', '--yes'])
+    assert.equal(finish.status, 0, finish.stderr)
+    assert.deepEqual(sb.keys('/calico/ipam/v2/host/n1/'), [])
+    assert.equal(sb.value(NODE_KEY('n1')), undefined)
+  })
+})
 
 describe('pool update', () => {
   test('--disable and --enable flip spec.disabled; asking for the current state changes nothing', async () => {
-    const sb = await fixture('interrupt-pool', [['pool', 'create', 'p1', '--cidr', '10.9.0.0/24']]);
-    assert.equal(await sb.ok('pool', 'update', 'p1', '--disable'), 'IP pool p1 (10.9.0.0/24) is now disabled\n');
-    assert.match(sb.value(POOL_KEY)!, /"disabled":true/);
-    const before = sb.dump();
-    assert.equal(await sb.ok('pool', 'update', '10.9.0.0/24', '--disable'), 'IP pool p1 (10.9.0.0/24) was already disabled; nothing was changed\n');
-    assert.equal(sb.dump(), before);
-    assert.equal(await sb.ok('pool', 'update', 'p1', '--enable'), 'IP pool p1 (10.9.0.0/24) is now enabled\n');
-    assert.doesNotMatch(sb.value(POOL_KEY)!, /"disabled"/);
-  });
+    const sb = await fixture('interrupt-pool', [['pool', 'create', 'p1', '--cidr', '10.9.0.0/24']])
+    assert.equal(await sb.ok('pool', 'update', 'p1', '--disable'), 'IP pool p1 (10.9.0.0/24) is now disabled\n')
+    assert.match(sb.value(POOL_KEY)!, /"disabled":true/)
+    const before = sb.dump()
+    assert.equal(
+      await sb.ok('pool', 'update', '10.9.0.0/24', '--disable'),
+      'IP pool p1 (10.9.0.0/24) was already disabled; nothing was changed\n',
+    )
+    assert.equal(sb.dump(), before)
+    assert.equal(await sb.ok('pool', 'update', 'p1', '--enable'), 'IP pool p1 (10.9.0.0/24) is now enabled\n')
+    assert.doesNotMatch(sb.value(POOL_KEY)!, /"disabled"/)
+  })
 
   test('both flags or neither: exit 2; unknown pool: exit 3; nothing changed', async () => {
-    const sb = await fixture('interrupt-pool', [['pool', 'create', 'p1', '--cidr', '10.9.0.0/24']]);
-    await assertRejected(sb, ['pool', 'update', 'p1'], 2, 'give exactly one of --enable and --disable');
-    await assertRejected(sb, ['pool', 'update', 'p1', '--enable', '--disable'], 2, 'give exactly one of --enable and --disable');
-    await assertRejected(sb, ['pool', 'update', 'nope', '--enable'], 3, 'IP pool nope not found');
-  });
-});
+    const sb = await fixture('interrupt-pool', [['pool', 'create', 'p1', '--cidr', '10.9.0.0/24']])
+    await assertRejected(sb, ['pool', 'update', 'p1'], 2, 'give exactly one of --enable and --disable')
+    await assertRejected(
+      sb,
+      ['pool', 'update', 'p1', '--enable', '--disable'],
+      2,
+      'give exactly one of --enable and --disable',
+    )
+    await assertRejected(sb, ['pool', 'update', 'nope', '--enable'], 3, 'IP pool nope not found')
+  })
+})
 
 describe('pool delete --dry-run', () => {
   test('prints exactly what the real run then does, and changes nothing', async () => {
@@ -187,19 +224,20 @@ describe('pool delete --dry-run', () => {
       ['ipam', 'assign', '--host', 'n2', '--count', '1', '--handle', 'b'],
       ['ipam', 'release', '--handle', 'a', '--yes'],
       ['ipam', 'assign', '--host', 'n1', '--count', '3', '--handle', 'c'],
-    ]);
-    const before = sb.dump();
-    const dryText = await sb.ok('pool', 'delete', 'p1', '--dry-run');
-    const dry = JSON.parse(await sb.ok('pool', 'delete', 'p1', '--dry-run', '-o', 'json'));
-    assert.equal(sb.dump(), before, '--dry-run must not change the datastore');
-    assert.ok(dry.affinities.length >= 3, JSON.stringify(dry));
-    const real = JSON.parse(await sb.ok('pool', 'delete', 'p1', '--yes', '-o', 'json'));
-    assert.equal(dry.dryRun, true);
-    assert.equal(real.dryRun, false);
-    assert.deepEqual({...dry, dryRun: undefined}, {...real, dryRun: undefined});
+    ])
+    const before = sb.dump()
+    const dryText = await sb.ok('pool', 'delete', 'p1', '--dry-run')
+    const dry = JSON.parse(await sb.ok('pool', 'delete', 'p1', '--dry-run', '-o', 'json'))
+    assert.equal(sb.dump(), before, '--dry-run must not change the datastore')
+    assert.ok(dry.affinities.length >= 3, JSON.stringify(dry))
+    const real = JSON.parse(await sb.ok('pool', 'delete', 'p1', '--yes', '-o', 'json'))
+    assert.equal(dry.dryRun, true)
+    assert.equal(real.dryRun, false)
+    assert.deepEqual({...dry, dryRun: undefined}, {...real, dryRun: undefined})
     // The text names every affinity the real run released, with its outcome.
-    for (const a of real.affinities) assert.match(dryText, new RegExp(`host ${a.host}: ${a.block.replaceAll('.', '\\.')} \\(`));
-    assert.match(dryText, new RegExp(`would release ${real.affinities.length} block affinities`));
-    assert.equal(sb.value(POOL_KEY), undefined);
-  });
-});
+    for (const a of real.affinities)
+      assert.match(dryText, new RegExp(`host ${a.host}: ${a.block.replaceAll('.', '\\.')} \\(`))
+    assert.match(dryText, new RegExp(`would release ${real.affinities.length} block affinities`))
+    assert.equal(sb.value(POOL_KEY), undefined)
+  })
+})

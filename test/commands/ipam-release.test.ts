@@ -1,7 +1,7 @@
 // `ipamctl ipam release`: by address (all or nothing) and by handle; cooldown.
-import assert from 'node:assert/strict';
-import {describe, test} from 'node:test';
-import {assertRejected, fixture, sandbox, type Sandbox} from './helpers.ts';
+import assert from 'node:assert/strict'
+import {describe, test} from 'node:test'
+import {assertRejected, fixture, sandbox, type Sandbox} from './helpers.ts'
 
 // Pool 10.30.0.0/26 (one block); host h holds .1 .2 .3 under handle hx and .9 under handle solo.
 const held = (): Promise<Sandbox> =>
@@ -9,64 +9,92 @@ const held = (): Promise<Sandbox> =>
     ['pool', 'create', 'p', '--cidr', '10.30.0.0/26'],
     ['ipam', 'assign', '--host', 'h', '--ip', '10.30.0.1', '--ip', '10.30.0.2', '--ip', '10.30.0.3', '--handle', 'hx'],
     ['ipam', 'assign', '--host', 'h', '--ip', '10.30.0.9', '--handle', 'solo'],
-  ]);
+  ])
 
-const BLOCK = '/calico/ipam/v2/assignment/ipv4/block/10.30.0.0-26';
-const HANDLE = '/calico/ipam/v2/handle/';
+const BLOCK = '/calico/ipam/v2/assignment/ipv4/block/10.30.0.0-26'
+const HANDLE = '/calico/ipam/v2/handle/'
 const allocated = (sb: Sandbox): number[] =>
-  (JSON.parse(sb.value(BLOCK)!).allocations as (number | null)[]).flatMap((a, o) => (a === null ? [] : [o]));
+  (JSON.parse(sb.value(BLOCK)!).allocations as (number | null)[]).flatMap((a, o) => (a === null ? [] : [o]))
 
 describe('ipam release', {concurrency: true}, () => {
   test('--ip releases one address and decrements its handle', async () => {
-    const sb = await held();
-    assert.deepEqual(allocated(sb), [1, 2, 3, 9]);
-    assert.equal(await sb.ok('ipam', 'release', '--yes', '--ip', '10.30.0.2'), 'Successfully released IP address 10.30.0.2\n');
-    assert.deepEqual(allocated(sb), [1, 3, 9]);
-    assert.deepEqual(JSON.parse(sb.value(HANDLE + 'hx')!).block, {'10.30.0.0/26': 2});
-  });
+    const sb = await held()
+    assert.deepEqual(allocated(sb), [1, 2, 3, 9])
+    assert.equal(
+      await sb.ok('ipam', 'release', '--yes', '--ip', '10.30.0.2'),
+      'Successfully released IP address 10.30.0.2\n',
+    )
+    assert.deepEqual(allocated(sb), [1, 3, 9])
+    assert.deepEqual(JSON.parse(sb.value(HANDLE + 'hx')!).block, {'10.30.0.0/26': 2})
+  })
 
   test('several --ip (across handles) in one call; a handle left with no address is deleted', async () => {
-    const sb = await held();
+    const sb = await held()
     assert.equal(
       await sb.ok('ipam', 'release', '--yes', '--ip', '10.30.0.1', '--ip', '10.30.0.9'),
       'Successfully released IP address 10.30.0.1\nSuccessfully released IP address 10.30.0.9\n',
-    );
-    assert.deepEqual(allocated(sb), [2, 3]);
-    assert.equal(sb.value(HANDLE + 'solo'), undefined);
-    assert.deepEqual(JSON.parse(sb.value(HANDLE + 'hx')!).block, {'10.30.0.0/26': 2});
-  });
+    )
+    assert.deepEqual(allocated(sb), [2, 3])
+    assert.equal(sb.value(HANDLE + 'solo'), undefined)
+    assert.deepEqual(JSON.parse(sb.value(HANDLE + 'hx')!).block, {'10.30.0.0/26': 2})
+  })
 
   test('--handle with one address uses the singular; other handles are untouched', async () => {
-    const sb = await held();
-    assert.equal(await sb.ok('ipam', 'release', '--yes', '--handle', 'solo'), 'Successfully released 1 IP address of handle solo: 10.30.0.9\n');
-    assert.deepEqual(allocated(sb), [1, 2, 3]);
-    assert.equal(sb.value(HANDLE + 'solo'), undefined);
-    assert.ok(sb.value(HANDLE + 'hx'));
-  });
+    const sb = await held()
+    assert.equal(
+      await sb.ok('ipam', 'release', '--yes', '--handle', 'solo'),
+      'Successfully released 1 IP address of handle solo: 10.30.0.9\n',
+    )
+    assert.deepEqual(allocated(sb), [1, 2, 3])
+    assert.equal(sb.value(HANDLE + 'solo'), undefined)
+    assert.ok(sb.value(HANDLE + 'hx'))
+  })
 
   test('the second address free: exit 3 and the first stays assigned', async () => {
-    const sb = await held();
-    await assertRejected(sb, ['ipam', 'release', '--yes', '--ip', '10.30.0.1', '--ip', '10.30.0.4'], 3, /^Error: IP address 10\.30\.0\.4 is not assigned\n$/);
-    assert.deepEqual(allocated(sb), [1, 2, 3, 9]);
-  });
+    const sb = await held()
+    await assertRejected(
+      sb,
+      ['ipam', 'release', '--yes', '--ip', '10.30.0.1', '--ip', '10.30.0.4'],
+      3,
+      /^Error: IP address 10\.30\.0\.4 is not assigned\n$/,
+    )
+    assert.deepEqual(allocated(sb), [1, 2, 3, 9])
+  })
 
   test('with a cooldown, a released address is neither reused nor releasable until it expires', async () => {
-    const sb = await held();
-    assert.equal(await sb.ok('ipam', 'configure', '--ip-cooldown-seconds=30'), 'Successfully set IPCooldownSeconds to: 30\n');
-    assert.equal(await sb.ok('ipam', 'release', '--yes', '--ip', '10.30.0.1'), 'Successfully released IP address 10.30.0.1\n');
-    assert.match(await sb.ok('ipam', 'show', '--ip', '10.30.0.1'), /^10\.30\.0\.1 is not assigned: it was released at \d{4}-\d\d-\d\dT[\d:]+Z and is in cooldown\n$/);
-    await assertRejected(sb, ['ipam', 'release', '--yes', '--ip', '10.30.0.1'], 3, 'IP address 10.30.0.1 is not assigned (it is in cooldown)');
+    const sb = await held()
+    assert.equal(
+      await sb.ok('ipam', 'configure', '--ip-cooldown-seconds=30'),
+      'Successfully set IPCooldownSeconds to: 30\n',
+    )
+    assert.equal(
+      await sb.ok('ipam', 'release', '--yes', '--ip', '10.30.0.1'),
+      'Successfully released IP address 10.30.0.1\n',
+    )
+    assert.match(
+      await sb.ok('ipam', 'show', '--ip', '10.30.0.1'),
+      /^10\.30\.0\.1 is not assigned: it was released at \d{4}-\d\d-\d\dT[\d:]+Z and is in cooldown\n$/,
+    )
+    await assertRejected(
+      sb,
+      ['ipam', 'release', '--yes', '--ip', '10.30.0.1'],
+      3,
+      'IP address 10.30.0.1 is not assigned (it is in cooldown)',
+    )
     // Automatic assignment skips the cooling-down .1 and the held .2 .3.
-    assert.equal(await sb.ok('ipam', 'assign', '--host', 'h', '--count', '2'), '10.30.0.0\n10.30.0.4\n');
-  });
-});
+    assert.equal(await sb.ok('ipam', 'assign', '--host', 'h', '--count', '2'), '10.30.0.0\n10.30.0.4\n')
+  })
+})
 
 test('release asks first: without a terminal and without --yes it refuses (exit 2) and releases nothing', async () => {
   const sb = sandbox()
   await sb.ok('pool', 'create', 'p', '--cidr', '10.31.0.0/28', '--block-size', '28')
   await sb.ok('ipam', 'assign', '--host', 'h1', '--count', '2', '--handle', 'hh')
   const before = sb.dump()
-  for (const args of [['--ip', '10.31.0.0'], ['--handle', 'hh']]) {
+  for (const args of [
+    ['--ip', '10.31.0.0'],
+    ['--handle', 'hh'],
+  ]) {
     const r = await sb.run('ipam', 'release', ...args)
     assert.equal(r.status, 2, r.stderr)
     assert.match(r.stderr, /^Error: Release .*refusing without confirmation; pass --yes to confirm\n$/)

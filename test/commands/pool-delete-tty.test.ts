@@ -11,7 +11,9 @@ const hasScript = spawnSync('script', ['--version']).status === 0
 function deleteOnTty(db: string, answer: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const cmd = `${process.execPath} ${path.join(ROOT, 'bin/run.cjs')} pool delete p1`
-    const child = spawn('script', ['-qec', cmd, '/dev/null'], {env: {...process.env, IPAMCTL_DATASTORE_PATH: db, NO_COLOR: '1'}})
+    const child = spawn('script', ['-qec', cmd, '/dev/null'], {
+      env: {...process.env, IPAMCTL_DATASTORE_PATH: db, NO_COLOR: '1'},
+    })
     let out = ''
     let answered = false
     const timer = setTimeout(() => {

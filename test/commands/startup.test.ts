@@ -17,11 +17,22 @@ after(() => fs.rmSync(tmp, {recursive: true, force: true}))
 async function traced(...args: string[]): Promise<{stdout: string; modules: string[]}> {
   ensureBuilt()
   const file = path.join(tmp, `trace-${Math.random().toString(16).slice(2)}.txt`)
-  const env: NodeJS.ProcessEnv = {...process.env, IPAMCTL_TRACE_MODULES: file, NO_COLOR: '1', IPAMCTL_DATASTORE_PATH: path.join(tmp, 'ipam.db')}
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    IPAMCTL_TRACE_MODULES: file,
+    NO_COLOR: '1',
+    IPAMCTL_DATASTORE_PATH: path.join(tmp, 'ipam.db'),
+  }
   delete env.NODE_OPTIONS
-  const r = await runProcess(process.execPath, ['--import', TRACE, path.join(ROOT, 'bin', 'run.cjs'), ...args], {cwd: tmp, env})
+  const r = await runProcess(process.execPath, ['--import', TRACE, path.join(ROOT, 'bin', 'run.cjs'), ...args], {
+    cwd: tmp,
+    env,
+  })
   assert.equal(r.code, 0, r.stderr)
-  return {stdout: r.stdout, modules: fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : []}
+  return {
+    stdout: r.stdout,
+    modules: fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [],
+  }
 }
 
 const HEAVY = /\/node_modules\/(better-sqlite3|netlink|netns|yaml|etcd3|@grpc|@inquirer|cli-table3)\//
@@ -33,9 +44,18 @@ describe('CLI start-up', {concurrency: true}, () => {
     test(`ipamctl ${args.join(' ')} runs the bundle and loads no datastore, netlink, YAML or prompt code`, async () => {
       const {stdout, modules} = await traced(...args)
       assert.match(stdout, /ipamctl/)
-      assert.ok(modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')), 'bin/run.cjs did not run the bundle (stale after a tsc-only build? run npm run build)')
-      assert.ok(!modules.some((m) => m.includes('/node_modules/@oclif/core/')), 'oclif came from node_modules, not the bundle')
-      assert.deepEqual(modules.filter((m) => HEAVY.test(m)), [])
+      assert.ok(
+        modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')),
+        'bin/run.cjs did not run the bundle (stale after a tsc-only build? run npm run build)',
+      )
+      assert.ok(
+        !modules.some((m) => m.includes('/node_modules/@oclif/core/')),
+        'oclif came from node_modules, not the bundle',
+      )
+      assert.deepEqual(
+        modules.filter((m) => HEAVY.test(m)),
+        [],
+      )
     })
   }
 
@@ -43,15 +63,24 @@ describe('CLI start-up', {concurrency: true}, () => {
     const fast = await traced('--version')
     assert.equal(fast.stdout, (await traced('--version', 'x')).stdout)
     assert.match(fast.stdout, /^ipamctl\/\d+\.\d+\.\d+ linux-\w+ node-v\d+\.\d+\.\d+\n$/)
-    assert.deepEqual(fast.modules.filter((m) => /load-bundle|cli-bundle|@oclif/.test(m)), [])
+    assert.deepEqual(
+      fast.modules.filter((m) => /load-bundle|cli-bundle|@oclif/.test(m)),
+      [],
+    )
   })
 
   test('a command loads its own packages only: pool list opens SQLite, but loads no netlink, YAML or etcd3', async () => {
     // pool list reads and never creates a store: give it an existing (empty) one.
     await SqliteStore.open(path.join(tmp, 'ipam.db')).close()
     const {modules} = await traced('pool', 'list')
-    assert.ok(modules.some((m) => m.includes('/node_modules/better-sqlite3/')), 'pool list must have opened the embedded store')
-    assert.deepEqual(modules.filter((m) => /\/node_modules\/(netlink|yaml|etcd3)\//.test(m)), [])
+    assert.ok(
+      modules.some((m) => m.includes('/node_modules/better-sqlite3/')),
+      'pool list must have opened the embedded store',
+    )
+    assert.deepEqual(
+      modules.filter((m) => /\/node_modules\/(netlink|yaml|etcd3)\//.test(m)),
+      [],
+    )
   })
 
   test('the bundle is fresh: built after the tsc output it was made from', () => {

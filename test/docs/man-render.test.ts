@@ -9,7 +9,9 @@ import {fileURLToPath} from 'node:url'
 const dir = fileURLToPath(new URL('../../man/man1/', import.meta.url))
 const haveGroff = spawnSync('groff', ['--version']).status === 0
 
-test('every man page renders with groff -man -ww -z without warnings', {skip: haveGroff ? false : 'groff is not installed'}, () => {
+test('every man page renders with groff -man -ww -z without warnings', {
+  skip: haveGroff ? false : 'groff is not installed',
+}, () => {
   const pages = fs.readdirSync(dir).filter((f) => f.endsWith('.1'))
   assert.ok(pages.length >= 20, `only ${pages.length} man pages`)
   for (const page of pages) {

@@ -51,12 +51,15 @@ export function outsideReferences(files: readonly string[]): string[] {
     if (!fs.existsSync(abs)) continue
     const buf = fs.readFileSync(abs)
     if (buf.includes(0)) continue // binary
-    buf.toString('utf8').split('\n').forEach((line, i) => {
-      for (const {what, re} of OUTSIDE) {
-        const m = re.exec(line)
-        if (m) found.push(`${rel}:${i + 1}: ${what}: ${JSON.stringify(line.trim().slice(0, 160))}`)
-      }
-    })
+    buf
+      .toString('utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        for (const {what, re} of OUTSIDE) {
+          const m = re.exec(line)
+          if (m) found.push(`${rel}:${i + 1}: ${what}: ${JSON.stringify(line.trim().slice(0, 160))}`)
+        }
+      })
   }
   return found
 }
@@ -64,7 +67,10 @@ export function outsideReferences(files: readonly string[]): string[] {
 test('the scope is not empty (the file list works)', () => {
   const files = trackedFiles()
   assert.ok(files.includes('README.md'), 'README.md is listed')
-  assert.ok(files.some((f) => f.startsWith('src/')), 'src/ is listed')
+  assert.ok(
+    files.some((f) => f.startsWith('src/')),
+    'src/ is listed',
+  )
 })
 
 test('every pattern catches the citation form it is meant for', () => {
@@ -77,19 +83,37 @@ test('every pattern catches the citation form it is meant for', () => {
     `Targets (${['issues', '4, 6 and 8'].join(' ')})`,
     `(${['issue', 'item', '5'].join(' ')})`,
   ]
-  for (const s of samples) assert.ok(OUTSIDE.some(({re}) => re.test(s)), `not caught: ${s}`)
-  for (const s of ['docs/calico.md, "Block JSON"', `the t${['issue', '5'].join(' ')}`, 'an issue with it', 'Part of A.2']) {
+  for (const s of samples)
+    assert.ok(
+      OUTSIDE.some(({re}) => re.test(s)),
+      `not caught: ${s}`,
+    )
+  for (const s of [
+    'docs/calico.md, "Block JSON"',
+    `the t${['issue', '5'].join(' ')}`,
+    'an issue with it',
+    'Part of A.2',
+  ]) {
     assert.ok(!OUTSIDE.some(({re}) => re.test(s)), `caught by mistake: ${s}`)
   }
 })
 
 test('no comment, doc or test refers to a document outside the repository', () => {
   const found = outsideReferences(trackedFiles())
-  assert.deepEqual(found, [], `write the fact into docs/ (docs/calico.md, docs/cni.md, docs/design.md) and cite that file and section instead:\n${found.join('\n')}`)
+  assert.deepEqual(
+    found,
+    [],
+    `write the fact into docs/ (docs/calico.md, docs/cni.md, docs/design.md) and cite that file and section instead:\n${found.join('\n')}`,
+  )
 })
 
 /** GitHub's anchor for a Markdown heading. */
-const slug = (heading: string): string => heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')
+const slug = (heading: string): string =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-')
 
 test('every docs/<file>.md#<section> cited exists as a heading of that file', () => {
   const cite = /docs\/([\w-]+\.md)#([\w-]+)/g
@@ -101,10 +125,18 @@ test('every docs/<file>.md#<section> cited exists as a heading of that file', ()
     for (const m of text.matchAll(cite)) {
       const doc = path.join(root, 'docs', m[1]!)
       const anchors = fs.existsSync(doc)
-        ? fs.readFileSync(doc, 'utf8').split('\n').filter((l) => /^#{1,6} /.test(l)).map((l) => slug(l.replace(/^#+ /, '')))
+        ? fs
+            .readFileSync(doc, 'utf8')
+            .split('\n')
+            .filter((l) => /^#{1,6} /.test(l))
+            .map((l) => slug(l.replace(/^#+ /, '')))
         : []
       if (!anchors.includes(m[2]!)) missing.push(`${rel}: ${m[0]}`)
     }
   }
-  assert.deepEqual(missing, [], `cited sections that do not exist (rename the citation or the heading):\n${missing.join('\n')}`)
+  assert.deepEqual(
+    missing,
+    [],
+    `cited sections that do not exist (rename the citation or the heading):\n${missing.join('\n')}`,
+  )
 })

@@ -22,7 +22,13 @@ const WRITE_PRIMITIVES: readonly RegExp[] = [
   /\b(rmSync|unlinkSync|writeFileSync|symlinkSync|linkSync|renameSync|mkdirSync)\(/,
   /execFileSync\('ip', \['netns'/,
 ]
-const STORE_BACKENDS = new Set(['src/lib/store/sqlite.ts', 'src/lib/store/etcd.ts', 'src/lib/store/memory.ts', 'src/lib/store/counted.ts', 'src/lib/store/store.ts'])
+const STORE_BACKENDS = new Set([
+  'src/lib/store/sqlite.ts',
+  'src/lib/store/etcd.ts',
+  'src/lib/store/memory.ts',
+  'src/lib/store/counted.ts',
+  'src/lib/store/store.ts',
+])
 
 function sources(dir: string, out: string[] = []): string[] {
   for (const e of fs.readdirSync(dir, {withFileTypes: true})) {
@@ -41,13 +47,18 @@ test('every source file with a write primitive is listed in docs/write-paths.md'
   })
   assert.ok(writers.length > 10, `expected many writers, found ${writers.length}`)
   const missing = writers.filter((f) => !doc.includes(`\`${f}\``))
-  assert.deepEqual(missing, [], 'these files write or delete but docs/write-paths.md does not name them (add a row with the guard and its test)')
+  assert.deepEqual(
+    missing,
+    [],
+    'these files write or delete but docs/write-paths.md does not name them (add a row with the guard and its test)',
+  )
 })
 
 test('every source file docs/write-paths.md names exists', () => {
   const named = [...doc.matchAll(/`(src\/[^`\s]+\.ts)`/g)].map((m) => m[1]!)
   assert.ok(named.length > 10)
-  for (const f of new Set(named)) assert.ok(fs.existsSync(path.join(root, f)), `docs/write-paths.md names ${f}, which does not exist`)
+  for (const f of new Set(named))
+    assert.ok(fs.existsSync(path.join(root, f)), `docs/write-paths.md names ${f}, which does not exist`)
 })
 
 test('every test docs/write-paths.md cites exists, under that name', () => {
@@ -56,7 +67,10 @@ test('every test docs/write-paths.md cites exists, under that name', () => {
   for (const {file, name} of cited) {
     const p = path.join(root, file)
     assert.ok(fs.existsSync(p), `docs/write-paths.md cites ${file}, which does not exist`)
-    assert.ok(fs.readFileSync(p, 'utf8').includes(name), `docs/write-paths.md cites "${name}" in ${file}, which has no such test`)
+    assert.ok(
+      fs.readFileSync(p, 'utf8').includes(name),
+      `docs/write-paths.md cites "${name}" in ${file}, which has no such test`,
+    )
   }
 })
 

@@ -1,117 +1,129 @@
 // native/unix-exchange: the agent client's connect / send / read-until-close with one deadline, against real
 // unix sockets. Every way an exchange can end is reported as data, never as a rejection.
-import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { after, describe, it } from 'node:test';
-import { exchange } from 'unix-exchange';
+import assert from 'node:assert/strict'
+import {spawn, spawnSync} from 'node:child_process'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import {after, describe, it} from 'node:test'
+import {exchange} from 'unix-exchange'
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-unix-exchange-'));
-after(() => fs.rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
-const sockPath = () => path.join(tmp, `x${++n}.sock`);
-const { ECONNREFUSED, ENOENT, EMSGSIZE } = os.constants.errno;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-unix-exchange-'))
+after(() => fs.rmSync(tmp, {recursive: true, force: true}))
+let n = 0
+const sockPath = () => path.join(tmp, `x${++n}.sock`)
+const {ECONNREFUSED, ENOENT, EMSGSIZE} = os.constants.errno
 
 /**
  * A server on a fresh socket: `onConn` gets each connection. A client that stops reading (the reply cap) makes
  * the server's writes fail with EPIPE: expected, so ignored.
  */
-async function server(onConn: (c: net.Socket) => void): Promise<{ file: string; close: () => void }> {
-  const file = sockPath();
+async function server(onConn: (c: net.Socket) => void): Promise<{file: string; close: () => void}> {
+  const file = sockPath()
   const s = net.createServer((c) => {
-    c.on('error', () => {});
-    onConn(c);
-  });
-  await new Promise<void>((r) => s.listen(file, r));
-  return { file, close: () => s.close() };
+    c.on('error', () => {})
+    onConn(c)
+  })
+  await new Promise<void>((r) => s.listen(file, r))
+  return {file, close: () => s.close()}
 }
 
 /** Echo the request back once the client has sent `expect` bytes, then close. */
 const echo = (expect: number) => (c: net.Socket) => {
-  const parts: Buffer[] = [];
-  let got = 0;
+  const parts: Buffer[] = []
+  let got = 0
   c.on('data', (b) => {
-    parts.push(b);
-    got += b.length;
-    if (got >= expect) c.end(Buffer.concat(parts));
-  });
-};
+    parts.push(b)
+    got += b.length
+    if (got >= expect) c.end(Buffer.concat(parts))
+  })
+}
 
 describe('unix-exchange', () => {
   it('sends all of a large request and reads the whole reply up to the close', async () => {
-    const req = Buffer.alloc(3 << 20, 'abcdefgh');
-    const s = await server(echo(req.length));
-    const r = await exchange(s.file, req, 10_000, 8 << 20);
-    s.close();
-    assert.deepEqual([r.connected, r.errno, r.timedOut], [true, 0, false]);
-    assert.ok(r.reply.equals(req), `reply of ${r.reply.length} bytes`);
-  });
+    const req = Buffer.alloc(3 << 20, 'abcdefgh')
+    const s = await server(echo(req.length))
+    const r = await exchange(s.file, req, 10_000, 8 << 20)
+    s.close()
+    assert.deepEqual([r.connected, r.errno, r.timedOut], [true, 0, false])
+    assert.ok(r.reply.equals(req), `reply of ${r.reply.length} bytes`)
+  })
 
   it('20 exchanges at once each get their own reply', async () => {
-    const s = await server(echo(6));
-    const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => exchange(s.file, Buffer.from(`req${String(i).padStart(3, '0')}`), 5000, 1024)));
-    s.close();
+    const s = await server(echo(6))
+    const rs = await Promise.all(
+      Array.from({length: 20}, (_, i) => exchange(s.file, Buffer.from(`req${String(i).padStart(3, '0')}`), 5000, 1024)),
+    )
+    s.close()
     assert.deepEqual(
       rs.map((r) => r.reply.toString()),
       rs.map((_, i) => `req${String(i).padStart(3, '0')}`),
-    );
-  });
+    )
+  })
 
   it('no socket file, or nobody listening: not connected, with the errno', async () => {
-    const none = await exchange(path.join(tmp, 'none.sock'), Buffer.from('x'), 1000, 10);
-    assert.deepEqual(none, { connected: false, errno: ENOENT, timedOut: false, reply: Buffer.alloc(0) });
-    const stale = sockPath();
-    const k = spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`]);
-    assert.equal(k.signal, 'SIGKILL');
-    const refused = await exchange(stale, Buffer.from('x'), 1000, 10);
-    assert.deepEqual([refused.connected, refused.errno], [false, ECONNREFUSED]);
-  });
+    const none = await exchange(path.join(tmp, 'none.sock'), Buffer.from('x'), 1000, 10)
+    assert.deepEqual(none, {connected: false, errno: ENOENT, timedOut: false, reply: Buffer.alloc(0)})
+    const stale = sockPath()
+    const k = spawnSync(process.execPath, [
+      '-e',
+      `require('net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`,
+    ])
+    assert.equal(k.signal, 'SIGKILL')
+    const refused = await exchange(stale, Buffer.from('x'), 1000, 10)
+    assert.deepEqual([refused.connected, refused.errno], [false, ECONNREFUSED])
+  })
 
   it('a peer that never replies: timed out after the deadline, connected', async () => {
-    const s = await server(() => {});
-    const t0 = Date.now();
-    const r = await exchange(s.file, Buffer.from('hello'), 300, 10);
-    const took = Date.now() - t0;
-    s.close();
-    assert.deepEqual([r.connected, r.timedOut, r.errno], [true, true, 0]);
-    assert.ok(took >= 290 && took < 3000, `took ${took} ms`);
-  });
+    const s = await server(() => {})
+    const t0 = Date.now()
+    const r = await exchange(s.file, Buffer.from('hello'), 300, 10)
+    const took = Date.now() - t0
+    s.close()
+    assert.deepEqual([r.connected, r.timedOut, r.errno], [true, true, 0])
+    assert.ok(took >= 290 && took < 3000, `took ${took} ms`)
+  })
 
   it('a listener that never accepts: once its queue is full, connect keeps failing (EAGAIN) until the deadline, nothing sent', async (t) => {
-    const file = sockPath();
+    const file = sockPath()
     // listen(0) and never accept(): the kernel queues one connection, then refuses with EAGAIN.
-    const py = spawn('python3', ['-c', `import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(${JSON.stringify(file)})\ns.listen(0)\nprint('ok', flush=True)\ntime.sleep(30)`], { stdio: ['ignore', 'pipe', 'inherit'] });
-    t.after(() => py.kill('SIGKILL'));
-    await new Promise((r) => py.stdout.once('data', r));
-    const first = await exchange(file, Buffer.from('a'), 200, 10);
-    assert.deepEqual([first.connected, first.timedOut], [true, true], 'the first connection is queued');
-    const t0 = Date.now();
-    const second = await exchange(file, Buffer.from('b'), 300, 10);
-    assert.deepEqual([second.connected, second.timedOut, second.errno], [false, true, 0]);
-    assert.ok(Date.now() - t0 >= 290, 'retried until the deadline');
-  });
+    const py = spawn(
+      'python3',
+      [
+        '-c',
+        `import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(${JSON.stringify(file)})\ns.listen(0)\nprint('ok', flush=True)\ntime.sleep(30)`,
+      ],
+      {stdio: ['ignore', 'pipe', 'inherit']},
+    )
+    t.after(() => py.kill('SIGKILL'))
+    await new Promise((r) => py.stdout.once('data', r))
+    const first = await exchange(file, Buffer.from('a'), 200, 10)
+    assert.deepEqual([first.connected, first.timedOut], [true, true], 'the first connection is queued')
+    const t0 = Date.now()
+    const second = await exchange(file, Buffer.from('b'), 300, 10)
+    assert.deepEqual([second.connected, second.timedOut, second.errno], [false, true, 0])
+    assert.ok(Date.now() - t0 >= 290, 'retried until the deadline')
+  })
 
   it('a reply longer than maxReply: EMSGSIZE with the first maxReply bytes; one of exactly maxReply is whole', async () => {
-    const s = await server((c) => c.end(Buffer.alloc(100_000, 'z')));
-    const r = await exchange(s.file, Buffer.from('q'), 5000, 5000);
-    s.close();
-    assert.deepEqual([r.connected, r.errno, r.reply.length], [true, EMSGSIZE, 5000]);
+    const s = await server((c) => c.end(Buffer.alloc(100_000, 'z')))
+    const r = await exchange(s.file, Buffer.from('q'), 5000, 5000)
+    s.close()
+    assert.deepEqual([r.connected, r.errno, r.reply.length], [true, EMSGSIZE, 5000])
     for (const size of [4096, 5000, 8192]) {
-      const exact = await server((c) => c.end(Buffer.alloc(size, 'y')));
-      const e = await exchange(exact.file, Buffer.from('q'), 5000, size);
-      exact.close();
-      assert.deepEqual([e.errno, e.timedOut, e.reply.length], [0, false, size], `reply of ${size} bytes`);
+      const exact = await server((c) => c.end(Buffer.alloc(size, 'y')))
+      const e = await exchange(exact.file, Buffer.from('q'), 5000, size)
+      exact.close()
+      assert.deepEqual([e.errno, e.timedOut, e.reply.length], [0, false, size], `reply of ${size} bytes`)
     }
-  });
+  })
 
   it('bad arguments throw at once', () => {
-    assert.throws(() => exchange(`/${'p'.repeat(120)}`, Buffer.from('x'), 10, 10), TypeError);
-    assert.throws(() => exchange('', Buffer.from('x'), 10, 10), TypeError);
-    assert.throws(() => exchange('/x', 'text' as unknown as Buffer, 10, 10), TypeError);
-    assert.throws(() => exchange('/x', Buffer.from('x'), -1, 10), TypeError);
-    assert.throws(() => exchange('/x', Buffer.from('x'), 10, 0), TypeError);
-  });
-});
+    assert.throws(() => exchange(`/${'p'.repeat(120)}`, Buffer.from('x'), 10, 10), TypeError)
+    assert.throws(() => exchange('', Buffer.from('x'), 10, 10), TypeError)
+    assert.throws(() => exchange('/x', 'text' as unknown as Buffer, 10, 10), TypeError)
+    assert.throws(() => exchange('/x', Buffer.from('x'), -1, 10), TypeError)
+    assert.throws(() => exchange('/x', Buffer.from('x'), 10, 0), TypeError)
+  })
+})

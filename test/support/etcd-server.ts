@@ -57,14 +57,64 @@ export async function freePort(): Promise<number> {
 export function makeTls(dir: string): TlsFiles {
   const f = (n: string) => path.join(dir, n)
   const ssl = (...args: string[]) => execFileSync('openssl', args, {stdio: 'pipe'})
-  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=ipamctl-test-ca', '-keyout', f('ca.key'), '-out', f('ca.crt'))
-  fs.writeFileSync(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n')
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=ipamctl-test-ca',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.crt'),
+  )
+  fs.writeFileSync(
+    f('server.ext'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n',
+  )
   fs.writeFileSync(f('client.ext'), 'extendedKeyUsage=clientAuth\n')
   for (const who of ['server', 'client']) {
-    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=ipamctl-test-${who}`, '-keyout', f(`${who}.key`), '-out', f(`${who}.csr`))
-    ssl('x509', '-req', '-in', f(`${who}.csr`), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-extfile', f(`${who}.ext`), '-out', f(`${who}.crt`))
+    ssl(
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      `/CN=ipamctl-test-${who}`,
+      '-keyout',
+      f(`${who}.key`),
+      '-out',
+      f(`${who}.csr`),
+    )
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      f(`${who}.csr`),
+      '-CA',
+      f('ca.crt'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      f(`${who}.ext`),
+      '-out',
+      f(`${who}.crt`),
+    )
   }
-  return {ca: f('ca.crt'), serverCert: f('server.crt'), serverKey: f('server.key'), clientCert: f('client.crt'), clientKey: f('client.key')}
+  return {
+    ca: f('ca.crt'),
+    serverCert: f('server.crt'),
+    serverKey: f('server.key'),
+    clientCert: f('client.crt'),
+    clientKey: f('client.key'),
+  }
 }
 
 async function waitHealthy(ctl: () => void, child: ChildProcess, log: () => string): Promise<void> {
@@ -88,14 +138,41 @@ export async function startEtcd(opts: {tls?: boolean} = {}): Promise<EtcdServer>
   const scheme = tls ? 'https' : 'http'
   const endpoint = `${scheme}://127.0.0.1:${clientPort}`
   const args = [
-    '--name', 'test', '--data-dir', path.join(dir, 'data'),
-    '--listen-client-urls', endpoint, '--advertise-client-urls', endpoint,
-    '--listen-peer-urls', `http://127.0.0.1:${peerPort}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPort}`,
-    '--initial-cluster', `test=http://127.0.0.1:${peerPort}`, '--logger', 'zap', '--log-level', 'error',
-    ...(tls ? ['--cert-file', tls.serverCert, '--key-file', tls.serverKey, '--trusted-ca-file', tls.ca, '--client-cert-auth'] : []),
+    '--name',
+    'test',
+    '--data-dir',
+    path.join(dir, 'data'),
+    '--listen-client-urls',
+    endpoint,
+    '--advertise-client-urls',
+    endpoint,
+    '--listen-peer-urls',
+    `http://127.0.0.1:${peerPort}`,
+    '--initial-advertise-peer-urls',
+    `http://127.0.0.1:${peerPort}`,
+    '--initial-cluster',
+    `test=http://127.0.0.1:${peerPort}`,
+    '--logger',
+    'zap',
+    '--log-level',
+    'error',
+    ...(tls
+      ? ['--cert-file', tls.serverCert, '--key-file', tls.serverKey, '--trusted-ca-file', tls.ca, '--client-cert-auth']
+      : []),
   ]
-  const ctlArgs = ['--endpoints', endpoint, '--dial-timeout', '2s', ...(tls ? ['--cacert', tls.ca, '--cert', tls.clientCert, '--key', tls.clientKey] : [])]
-  const ctl = (...a: string[]) => execFileSync(ETCDCTL_BIN, [...ctlArgs, ...a], {env: {...process.env, ETCDCTL_API: '3'}, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})
+  const ctlArgs = [
+    '--endpoints',
+    endpoint,
+    '--dial-timeout',
+    '2s',
+    ...(tls ? ['--cacert', tls.ca, '--cert', tls.clientCert, '--key', tls.clientKey] : []),
+  ]
+  const ctl = (...a: string[]) =>
+    execFileSync(ETCDCTL_BIN, [...ctlArgs, ...a], {
+      env: {...process.env, ETCDCTL_API: '3'},
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
   let child: ChildProcess
   let log = ''
   const server: EtcdServer = {
@@ -108,7 +185,11 @@ export async function startEtcd(opts: {tls?: boolean} = {}): Promise<EtcdServer>
       child = spawn(ETCD_BIN, args, {stdio: ['ignore', 'ignore', 'pipe']})
       child.stderr!.on('data', (d) => (log += d))
       live.add(child)
-      await waitHealthy(() => ctl('endpoint', 'health'), child, () => log)
+      await waitHealthy(
+        () => ctl('endpoint', 'health'),
+        child,
+        () => log,
+      )
     },
     async kill() {
       if (!child || child.exitCode !== null) return
@@ -141,7 +222,8 @@ export async function startEtcd(opts: {tls?: boolean} = {}): Promise<EtcdServer>
 export const etcdSkipReason = haveEtcd ? false : `etcd not installed at ${ETCD_BIN} (apt-get install -y etcd-server)`
 
 /** For the README/CI command: is etcdctl new enough to talk v3? */
-export const etcdVersion = (): string => (haveEtcd ? spawnSync(ETCD_BIN, ['--version'], {encoding: 'utf8'}).stdout.split('\n')[0]! : 'none')
+export const etcdVersion = (): string =>
+  haveEtcd ? spawnSync(ETCD_BIN, ['--version'], {encoding: 'utf8'}).stdout.split('\n')[0]! : 'none'
 
 export interface SharedEtcd {
   /** The running server (throws if it did not start). */

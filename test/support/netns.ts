@@ -51,7 +51,8 @@ export function ipJson<T extends IpLink[] | IpLinkAddrs[] | IpRoute[] | IpNeigh[
 export function ipLink<T extends IpLink | IpLinkAddrs = IpLink>(...args: string[]): T {
   const links = ipJson<T[]>(...args)
   const [link] = links
-  if (links.length !== 1 || link === undefined) throw new Error(`ip -j ${args.join(' ')}: ${links.length} links, expected one`)
+  if (links.length !== 1 || link === undefined)
+    throw new Error(`ip -j ${args.join(' ')}: ${links.length} links, expected one`)
   return link
 }
 

@@ -25,7 +25,12 @@ export function runProcess(
     child.on('error', reject)
     child.on('close', (code) => {
       clearTimeout(timer)
-      resolve({code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), ms: performance.now() - t0})
+      resolve({
+        code,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        ms: performance.now() - t0,
+      })
     })
     child.stdin.on('error', () => {}) // the child may exit without reading stdin
     child.stdin.end(opts.stdin ?? '')

@@ -7,9 +7,10 @@ import {packageVersion} from '../../lib/ipam/check.js'
 
 export default class AgentRun extends BaseCommand {
   static override storeMode = 'create' as const
-  static override summary = 'Run the per-node IPAM agent: the CNI plugins allocate through it, batched, and it exports Prometheus metrics.'
+  static override summary =
+    'Run the per-node IPAM agent: the CNI plugins allocate through it, batched, and it exports Prometheus metrics.'
   static override description = [
-    'One agent per node holds the datastore connection and is the node\'s only IPAM writer: the ipamctl-ipam plugin sends ADD and DEL to it over a unix socket instead of opening the datastore itself (and falls back to the datastore when no agent answers). Concurrent auto-assign requests are served in batches, one block transaction for many pods.',
+    "One agent per node holds the datastore connection and is the node's only IPAM writer: the ipamctl-ipam plugin sends ADD and DEL to it over a unix socket instead of opening the datastore itself (and falls back to the datastore when no agent answers). Concurrent auto-assign requests are served in batches, one block transaction for many pods.",
     'The socket is created with mode 0660; a socket left by a dead agent is replaced, a live agent\'s is not (exit 4). The agent logs one "ready on <socket>" line to stderr when it serves, and on SIGTERM or SIGINT answers the requests in flight, closes the datastore, removes the socket and exits 0.',
     'Metrics are served on --metrics-address (loopback by default; "" turns the listener off; GET /metrics on the socket works either way). --gc-interval runs ipam gc\'s logic in the background: it releases only workload allocations (as ipam gc), and an address only after two consecutive passes found it leaked, older than --gc-grace, with the same handle and sequence number.',
   ].join('\n\n')
@@ -18,13 +19,27 @@ export default class AgentRun extends BaseCommand {
     '<%= config.bin %> <%= command.id %> --node node-1 --datastore etcdv3 --etcd-endpoints http://10.0.0.1:2379 --gc-interval 5m --gc-grace 10m',
   ]
   static override flags = {
-    node: Flags.string({summary: 'The node this agent serves (the plugins\' node name).', required: true}),
+    node: Flags.string({summary: "The node this agent serves (the plugins' node name).", required: true}),
     socket: Flags.string({summary: 'Unix socket to serve on.', default: DEFAULT_AGENT_SOCKET}),
-    'metrics-address': Flags.string({summary: 'HOST:PORT for Prometheus metrics ("" for none).', default: DEFAULT_METRICS_ADDRESS}),
+    'metrics-address': Flags.string({
+      summary: 'HOST:PORT for Prometheus metrics ("" for none).',
+      default: DEFAULT_METRICS_ADDRESS,
+    }),
     'gc-interval': Flags.string({summary: 'Run a background GC pass this often (Go duration; 0 = off).', default: '0'}),
-    'gc-grace': Flags.string({summary: 'Leaked addresses younger than this are left alone (Go duration).', default: '10m'}),
-    'batch-window': Flags.string({summary: 'Wait this long for more requests before each batch (Go duration).', default: '0', hidden: true}),
-    'test-hold-replies': Flags.string({summary: 'Test hook: hold each batch\'s replies this long after its commit.', default: '0', hidden: true}),
+    'gc-grace': Flags.string({
+      summary: 'Leaked addresses younger than this are left alone (Go duration).',
+      default: '10m',
+    }),
+    'batch-window': Flags.string({
+      summary: 'Wait this long for more requests before each batch (Go duration).',
+      default: '0',
+      hidden: true,
+    }),
+    'test-hold-replies': Flags.string({
+      summary: "Test hook: hold each batch's replies this long after its commit.",
+      default: '0',
+      hidden: true,
+    }),
   }
 
   async run(): Promise<void> {

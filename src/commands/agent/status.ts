@@ -6,11 +6,14 @@ import {type AgentStatus, agentStatus} from '../../lib/agent/status.js'
 import {DEFAULT_AGENT_SOCKET} from '../../lib/agent/protocol.js'
 
 export default class AgentStatusCommand extends BaseCommand {
-  static override summary = 'Show whether the node\'s IPAM agent is up, and its counters.'
+  static override summary = "Show whether the node's IPAM agent is up, and its counters."
   static override description = 'Exit status 5, with a one-line error, when no agent answers on the socket.'
-  static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --socket /run/ipamctl/agent.sock -o json']
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    '<%= config.bin %> <%= command.id %> --socket /run/ipamctl/agent.sock -o json',
+  ]
   static override flags = {
-    socket: Flags.string({summary: 'The agent\'s unix socket.', default: DEFAULT_AGENT_SOCKET}),
+    socket: Flags.string({summary: "The agent's unix socket.", default: DEFAULT_AGENT_SOCKET}),
     output: outputFlag,
   }
 
@@ -23,7 +26,9 @@ export default class AgentStatusCommand extends BaseCommand {
 
 function statusTable(st: AgentStatus): string {
   const c = st.counters
-  const trips = Object.entries(c.datastoreRoundTrips).map(([op, n]) => `${op} ${n}`).join(', ')
+  const trips = Object.entries(c.datastoreRoundTrips)
+    .map(([op, n]) => `${op} ${n}`)
+    .join(', ')
   return boxTable(
     ['PROPERTY', 'VALUE'],
     [
@@ -33,7 +38,10 @@ function statusTable(st: AgentStatus): string {
       ['Socket', st.socket],
       ['Metrics', st.metrics ?? '<off>'],
       ['Queued requests', String(st.queued)],
-      ['Batches', `${c.batches} (${c.batchedRequests} auto-assign requests, ${c.blockTransactions} batched block transactions)`],
+      [
+        'Batches',
+        `${c.batches} (${c.batchedRequests} auto-assign requests, ${c.blockTransactions} batched block transactions)`,
+      ],
       ['Datastore round trips', trips],
       ['CAS conflicts', String(c.casConflicts)],
       ['GC', `${c.gcPasses} passes, ${c.gcReleased} addresses released, ${c.gcDeletedHandles} handles deleted`],

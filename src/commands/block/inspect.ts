@@ -13,7 +13,7 @@ import {formatCidr} from '../../lib/net/cidr.js'
 
 export default class BlockInspect extends BaseCommand {
   static override storeMode = 'read' as const
-  static override summary = 'Print a block\'s stored JSON exactly as it is in the datastore, or draw it as a map.'
+  static override summary = "Print a block's stored JSON exactly as it is in the datastore, or draw it as a map."
   static override description =
     'The default (json) output is the stored value byte for byte; yaml converts it, keeping sequence numbers exact. --map draws one cell per address, 16 to a row: A allocated, . free, R reserved (IPReservation), C cooling down; coloured squares on a colour terminal.'
   static override examples = [
@@ -21,9 +21,16 @@ export default class BlockInspect extends BaseCommand {
     '<%= config.bin %> <%= command.id %> 10.65.79.5 | jq .',
     '<%= config.bin %> <%= command.id %> 10.65.79.0/26 --map',
   ]
-  static override args = {block: Args.string({required: true, description: 'Block CIDR, or any address inside the block.'})}
+  static override args = {
+    block: Args.string({required: true, description: 'Block CIDR, or any address inside the block.'}),
+  }
   static override flags = {
-    output: Flags.option({char: 'o', summary: 'Output format.', options: ['json', 'yaml'] as const, default: 'json' as const})(),
+    output: Flags.option({
+      char: 'o',
+      summary: 'Output format.',
+      options: ['json', 'yaml'] as const,
+      default: 'json' as const,
+    })(),
     map: Flags.boolean({summary: 'Draw the block as a grid of cells with a legend instead of printing its JSON.'}),
   }
 

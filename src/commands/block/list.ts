@@ -8,7 +8,10 @@ import {listBlocks} from '../../lib/ipam/query.js'
 export default class BlockList extends BaseCommand {
   static override storeMode = 'read' as const
   static override summary = 'List allocation blocks with their owner and usage.'
-  static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --host node-1 -o json']
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    '<%= config.bin %> <%= command.id %> --host node-1 -o json',
+  ]
   static override flags = {
     host: Flags.string({summary: 'Only blocks affine to this host.'}),
     output: outputFlag,

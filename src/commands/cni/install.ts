@@ -4,8 +4,12 @@ import {installPlugins} from '../../lib/cni/manual.js'
 
 export default class CniInstall extends BaseCommand {
   static override summary = 'Install the ipamctl-cni and ipamctl-ipam plugins into a CNI bin directory.'
-  static override description = 'Creates symlinks to this installation. With --as-calico they are named calico and calico-ipam, so existing Calico netconf files work unchanged.'
-  static override examples = ['<%= config.bin %> <%= command.id %> --dir /opt/cni/bin', '<%= config.bin %> <%= command.id %> --dir /opt/cni/bin --as-calico --force']
+  static override description =
+    'Creates symlinks to this installation. With --as-calico they are named calico and calico-ipam, so existing Calico netconf files work unchanged.'
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --dir /opt/cni/bin',
+    '<%= config.bin %> <%= command.id %> --dir /opt/cni/bin --as-calico --force',
+  ]
   static override flags = {
     dir: Flags.string({summary: 'CNI bin directory.', default: '/opt/cni/bin'}),
     'as-calico': Flags.boolean({summary: 'Install as calico / calico-ipam.'}),
@@ -14,6 +18,7 @@ export default class CniInstall extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(CniInstall)
-    for (const p of installPlugins(flags.dir, {asCalico: flags['as-calico'], force: flags.force})) this.out(`Installed ${flags.dir}/${p.name} -> ${p.target}\n`)
+    for (const p of installPlugins(flags.dir, {asCalico: flags['as-calico'], force: flags.force}))
+      this.out(`Installed ${flags.dir}/${p.name} -> ${p.target}\n`)
   }
 }

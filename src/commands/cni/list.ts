@@ -7,7 +7,10 @@ import {listWorkloadEndpoints} from '../../lib/workload/endpoint.js'
 export default class CniList extends BaseCommand {
   static override storeMode = 'read' as const
   static override summary = 'List workload endpoints (wired pods), optionally of one node.'
-  static override examples = ['<%= config.bin %> <%= command.id %>', '<%= config.bin %> <%= command.id %> --node node-1 -o json']
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    '<%= config.bin %> <%= command.id %> --node node-1 -o json',
+  ]
   static override flags = {node: Flags.string({summary: 'Only endpoints on this node.'}), output: outputFlag}
 
   async run(): Promise<void> {

@@ -13,7 +13,8 @@ export default class DatastoreMigrate extends BaseCommand {
   // The source is only read; the target is opened below with the mode each step needs.
   static override storeMode = 'read' as const
   static override summary = 'Copy every Calico/ipamctl key from the embedded store to etcd, or back.'
-  static override description = `The source is the other datastore type, configured by the usual flags, environment and config file: --to etcdv3 copies from the embedded file (--datastore-path) to the etcd endpoints, --to embedded copies from etcd into the embedded file.
+  static override description =
+    `The source is the other datastore type, configured by the usual flags, environment and config file: --to etcdv3 copies from the embedded file (--datastore-path) to the etcd endpoints, --to embedded copies from etcd into the embedded file.
 A source that does not exist or holds no key under /calico/ is refused (exit 3); the source is never created or changed. An embedded target that does not exist is created.
 Stop allocating while migrating: if the source changes during the copy, the command says so and exits 4; if the target is written to by someone else, it stops (exit 4).
 A target that already holds keys is refused unless --force, which makes it an exact copy of the source: it first lists the keys it would overwrite and remove, then asks on a terminal; scripts pass --yes. --dry-run prints the same plan and changes nothing.
@@ -61,10 +62,17 @@ Keys are written first, then the target's extra keys are deleted, in transaction
       }
     }
     if (!shown) show()
-    const r = await applyMigration(source, target ?? (await this.openStore(targetSettings, 'create')), plan, {interrupt: this.interrupt, rerun: this.commandLine(['--force', '--yes'])})
-    this.out(`Copied ${r.copied} keys from ${plan.source} to ${targetName}${r.removed ? `; removed ${r.removed} keys the source does not have` : ''}\n`)
+    const r = await applyMigration(source, target ?? (await this.openStore(targetSettings, 'create')), plan, {
+      interrupt: this.interrupt,
+      rerun: this.commandLine(['--force', '--yes']),
+    })
+    this.out(
+      `Copied ${r.copied} keys from ${plan.source} to ${targetName}${r.removed ? `; removed ${r.removed} keys the source does not have` : ''}\n`,
+    )
     if (r.sourceChanged) {
-      throw new ConflictError('the source changed while copying; stop all writers and run the migration again with --force')
+      throw new ConflictError(
+        'the source changed while copying; stop all writers and run the migration again with --force',
+      )
     }
   }
 

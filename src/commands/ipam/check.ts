@@ -11,7 +11,7 @@ export default class IpamCheck extends BaseCommand {
   static override description = [
     'Read-only. Prints what calicoctl ipam check prints: an address is in use when a workload endpoint lists it, a Node record names it as a tunnel address (spec.bgp.ipv4IPIPTunnelAddr, spec.ipv4VXLANTunnelAddr, spec.ipv6VXLANTunnelAddr, spec.wireguard.interfaceIPv4Address or interfaceIPv6Address, as Calico writes them on a shared datastore), or it is a Windows reservation. There are no Kubernetes Services here, so that section always finds 0.',
     'Beyond upstream it also reports block affinities without a block and host-affine blocks without an affinity record. The problem count is leaked addresses + in-use addresses outside active pools or without an allocation + leaked handles + invalid blocks + those two affinity findings; missing handles are listed but not counted, as upstream does. The exit status is 0 even when problems are found.',
-    'With -o the JSON report (calicoctl\'s format, usable by ipam release --from-report) is written with mode 0600.',
+    "With -o the JSON report (calicoctl's format, usable by ipam release --from-report) is written with mode 0600.",
   ].join('\n\n')
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
@@ -19,11 +19,16 @@ export default class IpamCheck extends BaseCommand {
     '<%= config.bin %> <%= command.id %> -o report.json',
   ]
   static override flags = {
-    output: Flags.string({char: 'o', summary: 'Write a JSON report to this file (mode 0600); an existing file is replaced only if it is an earlier report.'}),
+    output: Flags.string({
+      char: 'o',
+      summary:
+        'Write a JSON report to this file (mode 0600); an existing file is replaced only if it is an earlier report.',
+    }),
     'show-problem-ips': Flags.boolean({summary: 'List each problem address and handle.'}),
     'show-all-ips': Flags.boolean({summary: 'List every address and handle (implies --show-problem-ips).'}),
     node: Flags.string({
-      summary: 'This machine\'s node name: its endpoints whose network namespace no longer exists count as leaked (default: the hostname).',
+      summary:
+        "This machine's node name: its endpoints whose network namespace no longer exists count as leaked (default: the hostname).",
     }),
   }
 
@@ -40,7 +45,10 @@ export default class IpamCheck extends BaseCommand {
     }
     if (tty) process.stderr.write('Loading IPAM data…')
     const node = flags.node ?? os.hostname()
-    const r = await checkIpam(ctx, {onProgress: tty ? progress : undefined, nodeNetnsExists: netnsLiveness(node, (p) => fs.existsSync(p))})
+    const r = await checkIpam(ctx, {
+      onProgress: tty ? progress : undefined,
+      nodeNetnsExists: netnsLiveness(node, (p) => fs.existsSync(p)),
+    })
     if (tty) process.stderr.write('\r\u001b[K')
     this.out(checkText(r, {all, problemIps}))
     report?.write(buildReport(r))
@@ -60,7 +68,12 @@ function describe(a: CheckAllocation): string {
 
 /** The text calicoctl prints, with the ipamctl affinity checks before the summary. */
 function checkText(r: CheckResult, o: {all: boolean; problemIps: boolean}): string {
-  const l: string[] = ['Checking IPAM for inconsistencies...', '', 'Loading all IPAM blocks...', `Found ${r.blocks.length} IPAM blocks.`]
+  const l: string[] = [
+    'Checking IPAM for inconsistencies...',
+    '',
+    'Loading all IPAM blocks...',
+    `Found ${r.blocks.length} IPAM blocks.`,
+  ]
   for (const b of r.blocks) {
     l.push(` IPAM block ${b.cidr} affinity=${b.affinity ?? '<none>'}:`)
     if (o.all) for (const a of b.allocations) l.push(`  ${a.ip} allocated; attrs ${describe(a)}`)
@@ -69,11 +82,19 @@ function checkText(r: CheckResult, o: {all: boolean; problemIps: boolean}): stri
   for (const p of r.activePools) l.push(`  ${p}`)
   l.push(`Found ${r.activePools.length} active IP pools.`, '')
   l.push('Loading all nodes.')
-  if (o.all) for (const [ip, owners] of r.owners) for (const w of owners) if (w.startsWith('Node(')) l.push(`  ${ip} belongs to ${w}`)
+  if (o.all)
+    for (const [ip, owners] of r.owners)
+      for (const w of owners) if (w.startsWith('Node(')) l.push(`  ${ip} belongs to ${w}`)
   l.push(`Found ${r.nodeTunnelIps} node tunnel IPs.`, '')
-  l.push('Loading all service load balancer IPs.', 'No configuration for LoadBalancer kubecontroller found, skipping service check', '')
+  l.push(
+    'Loading all service load balancer IPs.',
+    'No configuration for LoadBalancer kubecontroller found, skipping service check',
+    '',
+  )
   l.push('Loading all workload endpoints.')
-  if (o.all) for (const [ip, owners] of r.owners) for (const w of owners) if (w.startsWith('Workload(')) l.push(`  ${ip} belongs to ${w}`)
+  if (o.all)
+    for (const [ip, owners] of r.owners)
+      for (const w of owners) if (w.startsWith('Workload(')) l.push(`  ${ip} belongs to ${w}`)
   l.push(`Found ${r.workloadIps} workload IPs.`, `Workloads and nodes are using ${r.owners.size} IPs.`, '')
   l.push('Loading all handles', 'Looking for top (up to 20) nodes by allocations...')
   for (const n of r.nodeAllocations.slice(0, 20)) l.push(`  ${n.node} has ${n.count} allocations`)
@@ -87,22 +108,30 @@ function checkText(r: CheckResult, o: {all: boolean; problemIps: boolean}): stri
   if (o.problemIps) {
     for (const ip of r.multipleOwners) l.push(`  ${ip} has multiple owners.`)
     for (const x of r.notInActivePool) l.push(`  ${x.ip} in use by ${x.owner} is not in any active IP pool.`)
-    for (const x of r.noAllocation) l.push(`  ${x.ip} in use by ${x.owner} and in active IPAM pool but has no IPAM allocation.`)
+    for (const x of r.noAllocation)
+      l.push(`  ${x.ip} in use by ${x.owner} and in active IPAM pool but has no IPAM allocation.`)
   }
   l.push(`Found ${r.notInActivePool.length} in-use IPs that are not in active IP pools.`)
-  l.push(`Found ${r.noAllocation.length} in-use IPs that are in active IP pools but have no corresponding IPAM allocation.`, '')
+  l.push(
+    `Found ${r.noAllocation.length} in-use IPs that are in active IP pools but have no corresponding IPAM allocation.`,
+    '',
+  )
   l.push('Scanning for IPAM handles with no matching IPs...')
   if (o.all) for (const h of r.leakedHandles) l.push(`  ${h.id} doesn't have any active IPs.`)
-  l.push(`Found ${r.leakedHandles.length} handles with no matching IPs (and ${r.handlesWithMatches} handles with matches).`)
+  l.push(
+    `Found ${r.leakedHandles.length} handles with no matching IPs (and ${r.handlesWithMatches} handles with matches).`,
+  )
   l.push('Scanning for IPs with missing handle...')
   if (o.problemIps) for (const h of r.missingHandles) l.push(`  ${h} is in use in a block but doesn't exist.`)
   l.push(`Found ${r.missingHandles.length} handles mentioned in blocks with no matching handle resource.`)
   l.push('Validating IPAMBlock structures...')
-  for (const b of r.invalidBlocks) for (const reason of b.reasons) l.push(`  IPAMBlock BlockKey(cidr=${b.cidr}) is invalid: ${reason}`)
+  for (const b of r.invalidBlocks)
+    for (const reason of b.reasons) l.push(`  IPAMBlock BlockKey(cidr=${b.cidr}) is invalid: ${reason}`)
   l.push(`Found ${r.invalidBlocks.length} invalid IPAMBlocks.`)
   l.push('Checking block affinities (ipamctl)...')
   for (const a of r.affinitiesWithoutBlock) l.push(`  Affinity of ${a.host} for ${a.cidr} (${a.state}) has no block.`)
-  for (const b of r.blocksWithoutAffinity) l.push(`  Block ${b.cidr} has affinity host:${b.host} but no affinity record.`)
+  for (const b of r.blocksWithoutAffinity)
+    l.push(`  Block ${b.cidr} has affinity host:${b.host} but no affinity record.`)
   l.push(`Found ${r.affinitiesWithoutBlock.length} block affinities with no matching block.`)
   l.push(`Found ${r.blocksWithoutAffinity.length} blocks with no matching affinity record.`)
   l.push(`Check complete; found ${r.problems} problems.`)

@@ -23,7 +23,10 @@ export default class IpamGc extends BaseCommand {
     grace: Flags.string({summary: 'Leave leaked addresses younger than this alone (Go duration).', default: '10m'}),
     'dry-run': Flags.boolean({summary: 'Only print what would be done.'}),
     yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation.'}),
-    node: Flags.string({summary: 'This machine\'s node name: its endpoints whose network namespace is gone count as leaked (default: the hostname).'}),
+    node: Flags.string({
+      summary:
+        "This machine's node name: its endpoints whose network namespace is gone count as leaked (default: the hostname).",
+    }),
   }
 
   static override interruptible = true
@@ -48,7 +51,9 @@ export default class IpamGc extends BaseCommand {
     this.out(`${lines.join('\n')}\n`)
     if (dry) {
       const endpoints = plan.endpoints.length > 0 ? ` and ${plan.endpoints.length} endpoint records` : ''
-      this.out(`Dry run: would release ${plan.ips.length} addresses and delete ${plan.handles.length} handles${endpoints}; nothing was changed.\n`)
+      this.out(
+        `Dry run: would release ${plan.ips.length} addresses and delete ${plan.handles.length} handles${endpoints}; nothing was changed.\n`,
+      )
       return
     }
     if (!(await confirmOrRefuse(question, flags.yes))) {
@@ -57,14 +62,20 @@ export default class IpamGc extends BaseCommand {
     }
     const r = await runGc(ctx, plan, {nodeNetnsExists: liveness, rerun: this.commandLine(['--yes'])})
     const out = [`Released ${r.released.length} addresses; deleted ${r.deletedHandles.length} handles.`]
-    if (r.skippedIps.length > 0) out.push(`Skipped ${r.skippedIps.length} addresses that changed since the scan: ${r.skippedIps.join(', ')}`)
-    if (r.deletedEndpoints.length > 0) out.push(`Deleted ${r.deletedEndpoints.length} endpoint records of pods whose network namespace is gone: ${r.deletedEndpoints.join(', ')}`)
-    if (r.skippedHandles.length > 0) out.push(`Skipped ${r.skippedHandles.length} handles that changed since the scan: ${r.skippedHandles.join(', ')}`)
+    if (r.skippedIps.length > 0)
+      out.push(`Skipped ${r.skippedIps.length} addresses that changed since the scan: ${r.skippedIps.join(', ')}`)
+    if (r.deletedEndpoints.length > 0)
+      out.push(
+        `Deleted ${r.deletedEndpoints.length} endpoint records of pods whose network namespace is gone: ${r.deletedEndpoints.join(', ')}`,
+      )
+    if (r.skippedHandles.length > 0)
+      out.push(`Skipped ${r.skippedHandles.length} handles that changed since the scan: ${r.skippedHandles.join(', ')}`)
     this.out(`${out.join('\n')}\n`)
   }
 }
 
-const allocated = (c: GcCandidate) => `(handle ${c.handle ?? '<none>'}, allocated ${c.creationTimestamp ?? 'at an unknown time'})`
+const allocated = (c: GcCandidate) =>
+  `(handle ${c.handle ?? '<none>'}, allocated ${c.creationTimestamp ?? 'at an unknown time'})`
 
 /**
  * The plan, the same lines in the same order for a dry run and a real one (only the verbs differ): a real run
@@ -74,16 +85,28 @@ function planLines(plan: GcPlan, dry: boolean, grace: string): string[] {
   const lines: string[] = []
   for (const c of plan.ips) lines.push(`${dry ? 'Would release' : 'Releasing'} ${c.ip} ${allocated(c)}`)
   for (const h of plan.handles) lines.push(`${dry ? 'Would delete' : 'Deleting'} leaked handle ${h.id}`)
-  for (const e of plan.endpoints) lines.push(`${dry ? 'Would delete' : 'Deleting'} endpoint record ${e.name} (its network namespace is gone)`)
-  if (plan.tooYoung.length > 0) lines.push(`Leaving ${plan.tooYoung.length} leaked addresses younger than ${grace}: ${plan.tooYoung.map((c) => c.ip).join(', ')}`)
-  if (plan.netnsAlive.length > 0) lines.push(`Leaving ${plan.netnsAlive.length} addresses whose network namespace still exists on this node: ${plan.netnsAlive.map((c) => c.ip).join(', ')}`)
+  for (const e of plan.endpoints)
+    lines.push(`${dry ? 'Would delete' : 'Deleting'} endpoint record ${e.name} (its network namespace is gone)`)
+  if (plan.tooYoung.length > 0)
+    lines.push(
+      `Leaving ${plan.tooYoung.length} leaked addresses younger than ${grace}: ${plan.tooYoung.map((c) => c.ip).join(', ')}`,
+    )
+  if (plan.netnsAlive.length > 0)
+    lines.push(
+      `Leaving ${plan.netnsAlive.length} addresses whose network namespace still exists on this node: ${plan.netnsAlive.map((c) => c.ip).join(', ')}`,
+    )
   if (plan.otherNode.length > 0) {
-    lines.push(`Leaked, not released: an attachment of another node, whose network namespace only that node can check (run ipam gc there, or node remove NODE --release-addresses for a node gone for good): ${plan.otherNode.length} addresses`)
-    for (const c of plan.otherNode) lines.push(`  ${c.ip} (node ${c.node || '<none>'}, netns ${c.netns}, handle ${c.handle ?? '<none>'})`)
+    lines.push(
+      `Leaked, not released: an attachment of another node, whose network namespace only that node can check (run ipam gc there, or node remove NODE --release-addresses for a node gone for good): ${plan.otherNode.length} addresses`,
+    )
+    for (const c of plan.otherNode)
+      lines.push(`  ${c.ip} (node ${c.node || '<none>'}, netns ${c.netns}, handle ${c.handle ?? '<none>'})`)
   }
   // One header and one short line each: readable with thousands of manual assignments.
   if (plan.notWorkload.length > 0) {
-    lines.push(`Leaked, not released: not a workload allocation (release it with \`ipam release\`): ${plan.notWorkload.length} addresses`)
+    lines.push(
+      `Leaked, not released: not a workload allocation (release it with \`ipam release\`): ${plan.notWorkload.length} addresses`,
+    )
     for (const c of plan.notWorkload) lines.push(`  ${c.ip} ${allocated(c)}`)
   }
   return lines

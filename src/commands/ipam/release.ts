@@ -10,7 +10,8 @@ const MODES = ['ip', 'handle', 'from-report']
 
 export default class IpamRelease extends BaseCommand {
   static override storeMode = 'update' as const
-  static override summary = 'Release addresses by IP, every address of a handle, or the leaks listed in ipam check reports.'
+  static override summary =
+    'Release addresses by IP, every address of a handle, or the leaks listed in ipam check reports.'
   static override description =
     'With --ip, every address must currently be assigned; otherwise nothing is released and the exit status is 3.\n\n' +
     'With --from-report (repeatable), the reports must come from this cluster (same cluster GUID, even with --force), at least one must have been made at the current ClusterInformation revision, and the datastore must be locked (datastore lock) unless --force is given; a report from another version is also refused without --force. Only addresses that every report lists as leaked (not in use, not cooling down) are released, each only if its sequence number still matches the report; leaked handles are deleted only if their revision still matches. Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without --yes: exit status 2, nothing changed). Exit status 4 if some addresses had changed since the report.'
@@ -22,8 +23,15 @@ export default class IpamRelease extends BaseCommand {
   static override flags = {
     ip: Flags.string({multiple: true, summary: 'Address to release (repeatable).', exactlyOne: MODES}),
     handle: Flags.string({summary: 'Release every address of this handle and delete the handle.', exactlyOne: MODES}),
-    'from-report': Flags.string({multiple: true, summary: 'Release the leaks listed in this ipam check report (repeatable: only leaks in every report).', exactlyOne: MODES}),
-    force: Flags.boolean({summary: 'With --from-report: go ahead although the datastore is not locked or a report is from another version.', dependsOn: ['from-report']}),
+    'from-report': Flags.string({
+      multiple: true,
+      summary: 'Release the leaks listed in this ipam check report (repeatable: only leaks in every report).',
+      exactlyOne: MODES,
+    }),
+    force: Flags.boolean({
+      summary: 'With --from-report: go ahead although the datastore is not locked or a report is from another version.',
+      dependsOn: ['from-report'],
+    }),
     yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation (needed without a terminal).'}),
   }
 
@@ -43,18 +51,28 @@ export default class IpamRelease extends BaseCommand {
         return
       }
       const s = await executeRelease(ctx, plan, (line) => this.out(`${line}\n`))
-      if (s.failed.length > 0) throw new ConflictError(`${s.failed.length} address${s.failed.length === 1 ? '' : 'es'} changed since the report and were not released; regenerate the report`)
+      if (s.failed.length > 0)
+        throw new ConflictError(
+          `${s.failed.length} address${s.failed.length === 1 ? '' : 'es'} changed since the report and were not released; regenerate the report`,
+        )
       return
     }
     if (flags.handle !== undefined) {
       // Unknown handle → not found, before anything is asked.
       const ips = await ipsByHandle(ctx, flags.handle)
-      if (!(await confirmOrRefuse(`Release ${ips.length} IP address${ips.length === 1 ? '' : 'es'} of handle ${flags.handle}?`, flags.yes))) {
+      if (
+        !(await confirmOrRefuse(
+          `Release ${ips.length} IP address${ips.length === 1 ? '' : 'es'} of handle ${flags.handle}?`,
+          flags.yes,
+        ))
+      ) {
         this.out('Aborted; nothing was changed.\n')
         return
       }
       const released = await releaseByHandle(ctx, flags.handle)
-      this.out(`Successfully released ${released.length} IP address${released.length === 1 ? '' : 'es'} of handle ${flags.handle}${released.length ? ': ' + released.join(', ') : ''}\n`)
+      this.out(
+        `Successfully released ${released.length} IP address${released.length === 1 ? '' : 'es'} of handle ${flags.handle}${released.length ? ': ' + released.join(', ') : ''}\n`,
+      )
       return
     }
     if (!flags.ip?.length) throw new ValidationError('give --ip ADDRESS, --handle ID or --from-report FILE')
@@ -64,7 +82,11 @@ export default class IpamRelease extends BaseCommand {
       this.out('Aborted; nothing was changed.\n')
       return
     }
-    const r = await releaseIps(ctx, flags.ip.map((ip) => ({ip})), {requireAllocated: true})
+    const r = await releaseIps(
+      ctx,
+      flags.ip.map((ip) => ({ip})),
+      {requireAllocated: true},
+    )
     for (const ip of r.released) this.out(`Successfully released IP address ${ip}\n`)
   }
 }

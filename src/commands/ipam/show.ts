@@ -7,8 +7,9 @@ import {assertValidIpText, borrowedIps, ipStatus, type IpStatus, utilization} fr
 
 export default class IpamShow extends BaseCommand {
   static override storeMode = 'read' as const
-  static override summary = 'Show IP utilization, one address\'s owner, borrowed addresses, or the IPAM configuration.'
-  static override description = 'Precedence when several are given, as calicoctl: --ip, --show-blocks, --show-borrowed, --show-configuration. Counts are exact, IPv6 included.'
+  static override summary = "Show IP utilization, one address's owner, borrowed addresses, or the IPAM configuration."
+  static override description =
+    'Precedence when several are given, as calicoctl: --ip, --show-blocks, --show-borrowed, --show-configuration. Counts are exact, IPv6 included.'
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --show-blocks',

@@ -44,7 +44,8 @@ export interface RunningAgent {
 export function parseListenAddress(text: string): {host: string; port: number} {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text)
   const port = m ? Number(m[3]) : NaN
-  if (!m || port > 65535) throw new ValidationError(`invalid --metrics-address ${JSON.stringify(text)}: use HOST:PORT, e.g. 127.0.0.1:9099`)
+  if (!m || port > 65535)
+    throw new ValidationError(`invalid --metrics-address ${JSON.stringify(text)}: use HOST:PORT, e.g. 127.0.0.1:9099`)
   return {host: m[1] ?? m[2]!, port}
 }
 
@@ -53,7 +54,10 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
   validateSocketPath(o.socket, '--socket')
   const listen = o.metricsAddress === '' ? undefined : parseListenAddress(o.metricsAddress)
   // The agent is the node's IPAM writer: like a plugin's ADD, it creates a missing embedded store.
-  const inner = await (o.openStore ?? defaultOpenStore)(o.settings, {mode: 'create', onCreated: (file) => o.log(`created new datastore at ${file}`)})
+  const inner = await (o.openStore ?? defaultOpenStore)(o.settings, {
+    mode: 'create',
+    onCreated: (file) => o.log(`created new datastore at ${file}`),
+  })
   const cleanup: (() => Promise<unknown> | unknown)[] = [() => inner.close()]
   const undo = async () => {
     for (const fn of cleanup.reverse()) await Promise.resolve(fn()).catch(() => {})
@@ -64,7 +68,14 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
     const store = new CountedStore(inner)
     const ctx = makeCtx(store)
     const started = new Date()
-    const counters = {batches: 0, batchedRequests: 0, blockTransactions: 0, gcPasses: 0, gcReleased: 0, gcDeletedHandles: 0}
+    const counters = {
+      batches: 0,
+      batchedRequests: 0,
+      blockTransactions: 0,
+      gcPasses: 0,
+      gcReleased: 0,
+      gcDeletedHandles: 0,
+    }
     let metrics: AgentMetrics
     const batcher = new Batcher(ctx, {
       windowMs: o.batchWindowMs,
@@ -142,27 +153,43 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
         exclusive: (fn) => batcher.alone(fn),
         onPass: (p: GcPass) => {
           counters.gcPasses++
-          metrics.setLeaks({addresses: p.candidates + p.tooYoung + p.notWorkload + p.netnsHeld, handles: p.leakedHandles})
+          metrics.setLeaks({
+            addresses: p.candidates + p.tooYoung + p.notWorkload + p.netnsHeld,
+            handles: p.leakedHandles,
+          })
           // Said when the number changes, not every pass: these wait for an operator.
           if (p.notWorkload !== notWorkloadLogged) {
             notWorkloadLogged = p.notWorkload
-            if (p.notWorkload > 0) o.log(`GC: ${p.notWorkload} leaked addresses are not workload allocations and are not released (ipam gc --dry-run lists them; release them with ipam release)`)
+            if (p.notWorkload > 0)
+              o.log(
+                `GC: ${p.notWorkload} leaked addresses are not workload allocations and are not released (ipam gc --dry-run lists them; release them with ipam release)`,
+              )
           }
           if (p.deferred > 0) metrics.gcActions.inc({action: 'deferred'}, p.deferred)
           const r = p.result
           if (!r) return
           counters.gcReleased += r.released.length
           counters.gcDeletedHandles += r.deletedHandles.length
-          for (const [action, n] of [['released', r.released.length], ['skipped', r.skippedIps.length], ['handle_deleted', r.deletedHandles.length], ['handle_skipped', r.skippedHandles.length]] as const) {
+          for (const [action, n] of [
+            ['released', r.released.length],
+            ['skipped', r.skippedIps.length],
+            ['handle_deleted', r.deletedHandles.length],
+            ['handle_skipped', r.skippedHandles.length],
+          ] as const) {
             if (n > 0) metrics.gcActions.inc({action}, n)
           }
-          if (r.released.length + r.deletedHandles.length > 0) o.log(`GC released ${r.released.join(', ') || 'no addresses'}; deleted handles ${r.deletedHandles.join(', ') || 'none'}`)
+          if (r.released.length + r.deletedHandles.length > 0)
+            o.log(
+              `GC released ${r.released.join(', ') || 'no addresses'}; deleted handles ${r.deletedHandles.join(', ') || 'none'}`,
+            )
         },
         onError: (err) => o.log(`GC pass failed: ${(err as Error).message}`),
       })
       gc.start()
     }
-    o.log(`ready on ${o.socket} (node ${o.node}, datastore ${store.description}${metricsUrl ? `, metrics ${metricsUrl}` : ''}${gc ? `, gc every ${o.gcIntervalMs / 1000} s` : ''})`)
+    o.log(
+      `ready on ${o.socket} (node ${o.node}, datastore ${store.description}${metricsUrl ? `, metrics ${metricsUrl}` : ''}${gc ? `, gc every ${o.gcIntervalMs / 1000} s` : ''})`,
+    )
     let stopping: Promise<void> | undefined
     return {
       socket: o.socket,

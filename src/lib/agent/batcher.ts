@@ -11,7 +11,13 @@ import {IpamError} from '../errors.js'
 type AssignResult = {v4: FamilyResult; v6: FamilyResult}
 
 type Entry =
-  | {kind: 'assign'; args: AutoAssignArgs; gone: () => boolean; resolve: (r: AssignResult) => void; reject: (e: unknown) => void}
+  | {
+      kind: 'assign'
+      args: AutoAssignArgs
+      gone: () => boolean
+      resolve: (r: AssignResult) => void
+      reject: (e: unknown) => void
+    }
   | {kind: 'alone'; run: () => Promise<unknown>; resolve: (r: unknown) => void; reject: (e: unknown) => void}
 
 export interface BatcherOptions {
@@ -51,7 +57,9 @@ export class Batcher {
 
   /** Run `fn` alone, after everything queued before it. */
   alone<T>(fn: () => Promise<T>): Promise<T> {
-    return new Promise((resolve, reject) => this.push({kind: 'alone', run: fn, resolve: resolve as (r: unknown) => void, reject}))
+    return new Promise((resolve, reject) =>
+      this.push({kind: 'alone', run: fn, resolve: resolve as (r: unknown) => void, reject}),
+    )
   }
 
   /** Resolves once the queue is empty and nothing is in flight. */
@@ -87,7 +95,11 @@ export class Batcher {
       })
       if (live.length === 0) continue
       try {
-        const outcomes = await autoAssignBatch(this.ctx, live.map((e) => e.args), {onBlockTxn: this.opts.onBlockTxn})
+        const outcomes = await autoAssignBatch(
+          this.ctx,
+          live.map((e) => e.args),
+          {onBlockTxn: this.opts.onBlockTxn},
+        )
         this.opts.onBatch?.(live.length)
         if (this.opts.holdRepliesMs) await sleep(this.opts.holdRepliesMs)
         outcomes.forEach((o, i) => ('ok' in o ? live[i]!.resolve(o.ok) : live[i]!.reject(o.error)))

@@ -22,7 +22,8 @@ type Exchange = (path: string, request: Buffer, timeoutMs: number, maxReply: num
  * and a static import would load it on every exec, agent or not.
  */
 let exchange: Exchange | undefined
-const loadExchange = (): Exchange => (exchange ??= (createRequire(import.meta.url)('unix-exchange') as {exchange: Exchange}).exchange)
+const loadExchange = (): Exchange =>
+  (exchange ??= (createRequire(import.meta.url)('unix-exchange') as {exchange: Exchange}).exchange)
 
 /** ECONNREFUSED for 111; the number when the platform has no name for it. */
 function errnoName(errno: number): string {
@@ -126,7 +127,8 @@ export async function agentRequest(
   }
   try {
     const parsed = JSON.parse(reply.body.toString('utf8')) as unknown
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the reply is not a JSON object')
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error('the reply is not a JSON object')
     return {kind: 'answered', status: reply.status, body: parsed as Record<string, unknown>}
   } catch (err) {
     return {kind: 'unknown', reason: `unreadable reply: ${(err as Error).message}`}
@@ -134,8 +136,12 @@ export async function agentRequest(
 }
 
 /** POST /v1/<op>. */
-export const agentCall = (socket: string, op: AgentOp, payload: unknown, opts?: {timeoutMs?: number}): Promise<AgentOutcome> =>
-  agentRequest(socket, 'POST', `/v1/${op}`, payload, opts)
+export const agentCall = (
+  socket: string,
+  op: AgentOp,
+  payload: unknown,
+  opts?: {timeoutMs?: number},
+): Promise<AgentOutcome> => agentRequest(socket, 'POST', `/v1/${op}`, payload, opts)
 
 /** The error of an answered request, if it is one. */
 export function replyError(o: Extract<AgentOutcome, {kind: 'answered'}>): ErrorBody | undefined {

@@ -21,31 +21,62 @@ export interface LeakCounts {
 export class AgentMetrics {
   readonly registry = new Registry()
   private readonly pool = {
-    capacity: this.gauge('ipamctl_pool_capacity_addresses', 'Addresses in the pool (ipam show: IPS TOTAL).', ['pool', 'cidr']),
-    inUse: this.gauge('ipamctl_pool_in_use_addresses', 'Allocated addresses, cooling-down ones included (ipam show: IPS IN USE).', ['pool', 'cidr']),
-    free: this.gauge('ipamctl_pool_free_addresses', 'Addresses that can be allocated (ipam show: IPS FREE).', ['pool', 'cidr']),
-    reserved: this.gauge('ipamctl_pool_reserved_addresses', 'Addresses held back by IPReservations (ipam show: IPS RESERVED).', ['pool', 'cidr']),
-    borrowed: this.gauge('ipamctl_pool_borrowed_addresses', 'Addresses allocated to a node other than their block\'s owner (ipam show --show-borrowed).', ['pool', 'cidr']),
+    capacity: this.gauge('ipamctl_pool_capacity_addresses', 'Addresses in the pool (ipam show: IPS TOTAL).', [
+      'pool',
+      'cidr',
+    ]),
+    inUse: this.gauge(
+      'ipamctl_pool_in_use_addresses',
+      'Allocated addresses, cooling-down ones included (ipam show: IPS IN USE).',
+      ['pool', 'cidr'],
+    ),
+    free: this.gauge('ipamctl_pool_free_addresses', 'Addresses that can be allocated (ipam show: IPS FREE).', [
+      'pool',
+      'cidr',
+    ]),
+    reserved: this.gauge(
+      'ipamctl_pool_reserved_addresses',
+      'Addresses held back by IPReservations (ipam show: IPS RESERVED).',
+      ['pool', 'cidr'],
+    ),
+    borrowed: this.gauge(
+      'ipamctl_pool_borrowed_addresses',
+      "Addresses allocated to a node other than their block's owner (ipam show --show-borrowed).",
+      ['pool', 'cidr'],
+    ),
   }
   private readonly nodeBlocks = this.gauge('ipamctl_node_blocks', 'Allocation blocks affine to each node.', ['node'])
-  private readonly leakedAddresses = this.gauge('ipamctl_leak_candidate_addresses', 'Allocated addresses no workload endpoint uses (ipam check: leaked), as of the last scan.', [])
-  private readonly leakedHandles = this.gauge('ipamctl_leaked_handles', 'Handles no allocation refers to (ipam check), as of the last scan.', [])
-  private readonly queueDepth = this.gauge('ipamctl_agent_queue_depth', 'Requests waiting for the agent\'s writer.', [])
+  private readonly leakedAddresses = this.gauge(
+    'ipamctl_leak_candidate_addresses',
+    'Allocated addresses no workload endpoint uses (ipam check: leaked), as of the last scan.',
+    [],
+  )
+  private readonly leakedHandles = this.gauge(
+    'ipamctl_leaked_handles',
+    'Handles no allocation refers to (ipam check), as of the last scan.',
+    [],
+  )
+  private readonly queueDepth = this.gauge('ipamctl_agent_queue_depth', "Requests waiting for the agent's writer.", [])
   readonly allocationSeconds = new Histogram({
     name: 'ipamctl_allocation_duration_seconds',
-    help: 'Time from an assign request\'s arrival to its reply.',
+    help: "Time from an assign request's arrival to its reply.",
     labelNames: ['op', 'outcome'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   })
   readonly releaseSeconds = new Histogram({
     name: 'ipamctl_release_duration_seconds',
-    help: 'Time from a release request\'s arrival to its reply.',
+    help: "Time from a release request's arrival to its reply.",
     labelNames: ['outcome'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   })
-  readonly requests = new Counter({name: 'ipamctl_agent_requests_total', help: 'Requests by operation and outcome (ok, error, rejected).', labelNames: ['op', 'outcome'], registers: [this.registry]})
+  readonly requests = new Counter({
+    name: 'ipamctl_agent_requests_total',
+    help: 'Requests by operation and outcome (ok, error, rejected).',
+    labelNames: ['op', 'outcome'],
+    registers: [this.registry],
+  })
   readonly batchSize = new Histogram({
     name: 'ipamctl_agent_batch_size',
     help: 'Auto-assign requests served per batch (its _count is the number of batches).',
@@ -63,13 +94,21 @@ export class AgentMetrics {
     labelNames: ['action'],
     registers: [this.registry],
   })
-  private readonly roundTrips = new Counter({name: 'ipamctl_datastore_round_trips_total', help: 'Datastore requests by operation.', labelNames: ['op'], registers: [this.registry]})
+  private readonly roundTrips = new Counter({
+    name: 'ipamctl_datastore_round_trips_total',
+    help: 'Datastore requests by operation.',
+    labelNames: ['op'],
+    registers: [this.registry],
+  })
   private readonly conflicts = new Counter({
     name: 'ipamctl_datastore_cas_conflicts_total',
     help: 'Transactions whose compare-and-swap guards failed (each is retried after a re-read).',
     registers: [this.registry],
   })
-  private readonly reported: StoreCounts = {calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0}, conflicts: 0}
+  private readonly reported: StoreCounts = {
+    calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0},
+    conflicts: 0,
+  }
   private leaks: {at: number; counts: LeakCounts} | undefined
   private refreshing: Promise<void> | undefined
 
@@ -103,7 +142,11 @@ export class AgentMetrics {
   }
 
   private async refresh(): Promise<void> {
-    const [usage, borrowed, blocks] = await Promise.all([utilization(this.ctx), borrowedIps(this.ctx), listBlocks(this.ctx)])
+    const [usage, borrowed, blocks] = await Promise.all([
+      utilization(this.ctx),
+      borrowedIps(this.ctx),
+      listBlocks(this.ctx),
+    ])
     if (!this.leaks || Date.now() - this.leaks.at > LEAK_SCAN_TTL_MS) {
       const r = await checkIpam(this.ctx)
       this.setLeaks({addresses: r.leaked.length, handles: r.leakedHandles.length})
@@ -142,7 +185,8 @@ export class AgentMetrics {
       if (d > 0) this.roundTrips.inc({op}, d)
       this.reported.calls[op] = this.counts.calls[op]
     }
-    if (this.counts.conflicts > this.reported.conflicts) this.conflicts.inc(this.counts.conflicts - this.reported.conflicts)
+    if (this.counts.conflicts > this.reported.conflicts)
+      this.conflicts.inc(this.counts.conflicts - this.reported.conflicts)
     this.reported.conflicts = this.counts.conflicts
   }
 }

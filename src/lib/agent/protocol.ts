@@ -18,7 +18,15 @@
 // datastore, shutting down, an operation it does not know): the caller should use the datastore itself.
 // Any other error is the IPAM answer and must be returned as is.
 import path from 'node:path'
-import {ConflictError, DatastoreUnavailableError, ExhaustedError, IpamError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
+import {
+  ConflictError,
+  DatastoreUnavailableError,
+  ExhaustedError,
+  IpamError,
+  NotFoundError,
+  RevisionConflict,
+  ValidationError,
+} from '../errors.js'
 import {CniError} from '../cni/errors.js'
 import {isKeySegment} from '../store/keys.js'
 import type {DatastoreSettings} from '../store/settings.js'
@@ -102,9 +110,11 @@ export function datastoreId(s: Pick<DatastoreSettings, 'type' | 'path' | 'etcdEn
 }
 
 export function validateSocketPath(p: string, where: string): string {
-  if (!path.isAbsolute(p)) throw new ValidationError(`${where}: the agent socket must be an absolute path, got ${JSON.stringify(p)}`)
+  if (!path.isAbsolute(p))
+    throw new ValidationError(`${where}: the agent socket must be an absolute path, got ${JSON.stringify(p)}`)
   if (p.includes('\0')) throw new ValidationError(`${where}: the agent socket path must not contain NUL`)
-  if (Buffer.byteLength(p) > MAX_SOCKET_PATH_BYTES) throw new ValidationError(`${where}: the agent socket path is longer than ${MAX_SOCKET_PATH_BYTES} bytes`)
+  if (Buffer.byteLength(p) > MAX_SOCKET_PATH_BYTES)
+    throw new ValidationError(`${where}: the agent socket path is longer than ${MAX_SOCKET_PATH_BYTES} bytes`)
   return p
 }
 
@@ -124,15 +134,23 @@ const isNonEmptyStr = (v: unknown): v is string => typeof v === 'string' && v !=
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 65536
 const isStrList = (v: unknown): v is string[] => Array.isArray(v) && v.length <= 10_000 && v.every(isNonEmptyStr)
 const isStrMap = (v: unknown): v is Record<string, string> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every(isStr) && Object.keys(v).length <= 100
+  typeof v === 'object' &&
+  v !== null &&
+  !Array.isArray(v) &&
+  Object.values(v).every(isStr) &&
+  Object.keys(v).length <= 100
 
 function asObject(body: unknown): Obj {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError('agent request: the body must be a JSON object')
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ValidationError('agent request: the body must be a JSON object')
   return body as Obj
 }
 
 function target(o: Obj): Target {
-  return {node: field(o, 'node', isNonEmptyStr, 'a non-empty string'), datastore: field(o, 'datastore', isNonEmptyStr, 'a non-empty string')}
+  return {
+    node: field(o, 'node', isNonEmptyStr, 'a non-empty string'),
+    datastore: field(o, 'datastore', isNonEmptyStr, 'a non-empty string'),
+  }
 }
 
 export function parseAssign(body: unknown): AssignRequest {
@@ -147,7 +165,9 @@ export function parseAssign(body: unknown): AssignRequest {
     ipv6Pools: field(o, 'ipv6Pools', isStrList, 'a list of strings', []),
     maxBlocksPerHost: field(o, 'maxBlocksPerHost', isCount, 'an integer from 0 to 65536', 0),
     // Present only when sent: an absent set and an empty one select alike (docs/pool-selection.md).
-    ...(o.namespaceLabels === undefined ? {} : {namespaceLabels: field(o, 'namespaceLabels', isStrMap, 'an object of strings')}),
+    ...(o.namespaceLabels === undefined
+      ? {}
+      : {namespaceLabels: field(o, 'namespaceLabels', isStrMap, 'an object of strings')}),
   }
 }
 
@@ -163,8 +183,13 @@ export function parseAssignIp(body: unknown): AssignIpRequest {
 
 export function parseRelease(body: unknown): ReleaseRequest {
   const o = asObject(body)
-  const r = {...target(o), handles: field(o, 'handles', isStrList, 'a list of strings', []), ips: field(o, 'ips', isStrList, 'a list of strings', [])}
-  if (r.handles.length + r.ips.length === 0) throw new ValidationError('agent request: nothing to release: give "handles" or "ips"')
+  const r = {
+    ...target(o),
+    handles: field(o, 'handles', isStrList, 'a list of strings', []),
+    ips: field(o, 'ips', isStrList, 'a list of strings', []),
+  }
+  if (r.handles.length + r.ips.length === 0)
+    throw new ValidationError('agent request: nothing to release: give "handles" or "ips"')
   return r
 }
 
@@ -176,7 +201,8 @@ const isSegment = (v: unknown): v is string => typeof v === 'string' && isKeySeg
 export function parseEndpointPut(body: unknown): EndpointPutRequest {
   const o = asObject(body)
   const endpoint = field(o, 'endpoint', isNonEmptyStr, 'a non-empty string')
-  if (endpoint.length > MAX_ENDPOINT_BYTES) throw new ValidationError(`agent request: "endpoint" is over ${MAX_ENDPOINT_BYTES} bytes`)
+  if (endpoint.length > MAX_ENDPOINT_BYTES)
+    throw new ValidationError(`agent request: "endpoint" is over ${MAX_ENDPOINT_BYTES} bytes`)
   return {...target(o), endpoint}
 }
 
@@ -214,15 +240,24 @@ const STATUS: Record<string, number> = {
 
 /** An error as the agent sends it, with its HTTP status. */
 export function errorReply(err: unknown): {status: number; body: {error: ErrorBody}} {
-  if (err instanceof CniError) return {status: 500, body: {error: {type: 'CniError', message: err.msg, code: err.code, details: err.details || undefined}}}
-  if (err instanceof IpamError) return {status: STATUS[err.name] ?? 500, body: {error: {type: err.name in CLASSES ? err.name : 'IpamError', message: err.message}}}
+  if (err instanceof CniError)
+    return {
+      status: 500,
+      body: {error: {type: 'CniError', message: err.msg, code: err.code, details: err.details || undefined}},
+    }
+  if (err instanceof IpamError)
+    return {
+      status: STATUS[err.name] ?? 500,
+      body: {error: {type: err.name in CLASSES ? err.name : 'IpamError', message: err.message}},
+    }
   const message = err instanceof Error ? err.message || err.name : String(err)
   return {status: 500, body: {error: {type: 'Error', message}}}
 }
 
 /** The reply's error as the typed error the direct path would have thrown. */
 export function errorFrom(e: ErrorBody): Error {
-  if (e.type === 'CniError') return new CniError(typeof e.code === 'number' ? e.code : 999, String(e.message), e.details ?? '')
+  if (e.type === 'CniError')
+    return new CniError(typeof e.code === 'number' ? e.code : 999, String(e.message), e.details ?? '')
   const Cls = CLASSES[e.type]
   return Cls ? new Cls(String(e.message)) : new Error(String(e.message))
 }

@@ -58,7 +58,10 @@ function send(res: http.ServerResponse, status: number, body: unknown, contentTy
 
 function readBody(req: http.IncomingMessage): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? 0)
-  if (declared > MAX_BODY_BYTES) return Promise.reject(new HttpError(413, {type: 'ValidationError', message: `request body over ${MAX_BODY_BYTES} bytes`}))
+  if (declared > MAX_BODY_BYTES)
+    return Promise.reject(
+      new HttpError(413, {type: 'ValidationError', message: `request body over ${MAX_BODY_BYTES} bytes`}),
+    )
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -75,7 +78,9 @@ function readBody(req: http.IncomingMessage): Promise<unknown> {
       try {
         resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')))
       } catch (err) {
-        reject(new HttpError(400, {type: 'ValidationError', message: `request body is not JSON: ${(err as Error).message}`}))
+        reject(
+          new HttpError(400, {type: 'ValidationError', message: `request body is not JSON: ${(err as Error).message}`}),
+        )
       }
     })
   })
@@ -110,17 +115,33 @@ function endpointFrom(core: AgentCore, text: string): WorkloadEndpoint {
   } catch (err) {
     throw new ValidationError(`agent request: "endpoint" is not JSON: ${(err as Error).message}`)
   }
-  if (!isKeySegment(wep.namespace) || !isKeySegment(wep.name)) throw new ValidationError('agent request: "endpoint" needs a metadata.namespace and metadata.name without "/"')
-  if (Object.values(wep.labels).some((v) => typeof v !== 'string')) throw new ValidationError('agent request: "endpoint" labels must be strings')
-  if (wep.node !== core.node) throw new HttpError(421, {type: 'Misdirected', message: `this agent serves node ${core.node}, not ${wep.node}`, direct: true})
+  if (!isKeySegment(wep.namespace) || !isKeySegment(wep.name))
+    throw new ValidationError('agent request: "endpoint" needs a metadata.namespace and metadata.name without "/"')
+  if (Object.values(wep.labels).some((v) => typeof v !== 'string'))
+    throw new ValidationError('agent request: "endpoint" labels must be strings')
+  if (wep.node !== core.node)
+    throw new HttpError(421, {
+      type: 'Misdirected',
+      message: `this agent serves node ${core.node}, not ${wep.node}`,
+      direct: true,
+    })
   return wep
 }
 
 /** A request for another node or datastore is not ours: the caller goes to the datastore itself. */
 function checkTarget(core: AgentCore, t: Target): void {
-  if (t.node !== core.node) throw new HttpError(421, {type: 'Misdirected', message: `this agent serves node ${core.node}, not ${t.node}`, direct: true})
+  if (t.node !== core.node)
+    throw new HttpError(421, {
+      type: 'Misdirected',
+      message: `this agent serves node ${core.node}, not ${t.node}`,
+      direct: true,
+    })
   if (t.datastore !== core.datastoreId) {
-    throw new HttpError(421, {type: 'Misdirected', message: `this agent serves datastore ${core.datastoreId}, not ${t.datastore}`, direct: true})
+    throw new HttpError(421, {
+      type: 'Misdirected',
+      message: `this agent serves datastore ${core.datastoreId}, not ${t.datastore}`,
+      direct: true,
+    })
   }
 }
 
@@ -138,11 +159,21 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       send(res, 200, await metrics.render(), metrics.contentType)
       return undefined
     }
-    const ops: Record<string, true> = {'/v1/assign': true, '/v1/assign-ip': true, '/v1/release': true, '/v1/endpoint-put': true, '/v1/endpoint-take': true}
+    const ops: Record<string, true> = {
+      '/v1/assign': true,
+      '/v1/assign-ip': true,
+      '/v1/release': true,
+      '/v1/endpoint-put': true,
+      '/v1/endpoint-take': true,
+    }
     // `direct`: an operation this agent does not know (a plugin newer than its agent, during an upgrade) is one it
     // did not do, so the plugin does it on the datastore itself instead of failing the pod.
     if (!ops[url!]) {
-      throw new HttpError(url === '/v1/status' || url === '/metrics' ? 405 : 404, {type: 'ValidationError', message: `unknown operation ${req.method} ${url}`, direct: true})
+      throw new HttpError(url === '/v1/status' || url === '/metrics' ? 405 : 404, {
+        type: 'ValidationError',
+        message: `unknown operation ${req.method} ${url}`,
+        direct: true,
+      })
     }
     if (req.method !== 'POST') throw new HttpError(405, {type: 'ValidationError', message: `${url} takes POST`})
     const body = await readBody(req)
@@ -167,7 +198,12 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
     if (url === '/v1/assign-ip') {
       const r = parseAssignIp(body)
       checkTarget(core, r)
-      const result = await addAddresses(ctx, {...r, num4: 0, num6: 0, ipv4Pools: [], ipv6Pools: [], maxBlocksPerHost: 0}, alloc, (l) => log.push(l))
+      const result = await addAddresses(
+        ctx,
+        {...r, num4: 0, num6: 0, ipv4Pools: [], ipv6Pools: [], maxBlocksPerHost: 0},
+        alloc,
+        (l) => log.push(l),
+      )
       return {result, log}
     }
     // The main plugin's WorkloadEndpoint: guarded writes of their own key, so no need to queue behind IPAM.
@@ -186,8 +222,15 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
     const r = parseRelease(body)
     checkTarget(core, r)
     return batcher.alone(async (): Promise<ReleaseReply> => {
-      const h = r.handles.length > 0 ? await releaseHandles(ctx, r.handles, (l) => log.push(l)) : {released: [], missing: []}
-      const ips = r.ips.length > 0 ? await releaseIps(ctx, r.ips.map((ip) => ({ip}))) : {released: [], unallocated: []}
+      const h =
+        r.handles.length > 0 ? await releaseHandles(ctx, r.handles, (l) => log.push(l)) : {released: [], missing: []}
+      const ips =
+        r.ips.length > 0
+          ? await releaseIps(
+              ctx,
+              r.ips.map((ip) => ({ip})),
+            )
+          : {released: [], unallocated: []}
       return {released: [...h.released, ...ips.released], missing: [...h.missing, ...ips.unallocated], log}
     })
   }
@@ -202,14 +245,16 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
         return 'ok'
       })
       .catch(async (err: unknown) => {
-        const {status, body} = err instanceof HttpError ? {status: err.status, body: {error: err.body}} : errorReply(err)
+        const {status, body} =
+          err instanceof HttpError ? {status: err.status, body: {error: err.body}} : errorReply(err)
         if (status >= 500 && !(err instanceof HttpError)) core.log(`${req.method} ${req.url}: ${body.error.message}`)
         await drained(req)
         send(res, status, body)
         return err instanceof HttpError ? 'rejected' : 'error'
       })
       .then((outcome) => {
-        if (op === 'assign' || op === 'assign-ip') metrics.allocationSeconds.observe({op, outcome}, (performance.now() - t0) / 1000)
+        if (op === 'assign' || op === 'assign-ip')
+          metrics.allocationSeconds.observe({op, outcome}, (performance.now() - t0) / 1000)
         if (op === 'release') metrics.releaseSeconds.observe({outcome}, (performance.now() - t0) / 1000)
         if (op === 'assign' || op === 'assign-ip' || op === 'release') metrics.requests.inc({op, outcome})
         if (--inFlight === 0) idle?.()
@@ -218,8 +263,12 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
   // Bytes that are not HTTP at all: a JSON reply, then close (the default would answer without a body).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable) return socket.destroy()
-    const text = JSON.stringify({error: {type: 'ValidationError', message: `malformed HTTP request: ${err.code ?? err.message}`}})
-    socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`)
+    const text = JSON.stringify({
+      error: {type: 'ValidationError', message: `malformed HTTP request: ${err.code ?? err.message}`},
+    })
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    )
   })
   return {
     server,

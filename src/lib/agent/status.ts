@@ -32,7 +32,8 @@ export class AgentDownError extends IpamError {
 
 export async function agentStatus(socket: string): Promise<AgentStatus> {
   const o = await agentRequest(socket, 'GET', '/v1/status')
-  if (o.kind !== 'answered') throw new AgentDownError(`the ipamctl agent is down: nothing answers on ${socket} (${o.reason})`)
+  if (o.kind !== 'answered')
+    throw new AgentDownError(`the ipamctl agent is down: nothing answers on ${socket} (${o.reason})`)
   const e = replyError(o)
   if (e) throw new AgentDownError(`the ipamctl agent on ${socket} answered with an error: ${e.message}`)
   return o.body as unknown as AgentStatus

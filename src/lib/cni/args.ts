@@ -54,7 +54,16 @@ function parseBool(pair: string, value: string): boolean {
 }
 
 export function parseCniArgs(text: string | undefined, known: readonly string[] = KNOWN_CNI_ARGS): CniArgs {
-  const out: CniArgs = {ignoreUnknown: false, podNamespace: '', podName: '', podInfraContainerId: '', podUid: '', testNamespace: '', ignored: [], pairs: []}
+  const out: CniArgs = {
+    ignoreUnknown: false,
+    podNamespace: '',
+    podName: '',
+    podInfraContainerId: '',
+    podUid: '',
+    testNamespace: '',
+    ignored: [],
+    pairs: [],
+  }
   if (!text) return out
   const unknown: string[] = []
   for (const pair of text.split(';')) {
@@ -77,7 +86,8 @@ export function parseCniArgs(text: string | undefined, known: readonly string[] 
           break
         }
         const ip = tryParseIp(value)
-        if (!ip || value.trim() !== value) throw argsError(`ARGS: error parsing value of pair ${goQuote(pair)}: invalid IP address: ${value})`)
+        if (!ip || value.trim() !== value)
+          throw argsError(`ARGS: error parsing value of pair ${goQuote(pair)}: invalid IP address: ${value})`)
         out.ip = formatIp(ip.family, ip.value)
         break
       }

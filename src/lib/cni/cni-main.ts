@@ -4,7 +4,10 @@ import {mainPlugin} from './main-plugin.js'
 import {ABOUT as IPAM_ABOUT, pluginProcessIo} from './ipam-main.js'
 import {type PluginIo, pluginMain} from './skel.js'
 
-export const ABOUT = IPAM_ABOUT.replace('ipamctl-ipam', 'ipamctl-cni').replace('CNI IPAM plugin (drop-in for calico-ipam)', 'CNI plugin (drop-in for calico)')
+export const ABOUT = IPAM_ABOUT.replace('ipamctl-ipam', 'ipamctl-cni').replace(
+  'CNI IPAM plugin (drop-in for calico-ipam)',
+  'CNI plugin (drop-in for calico)',
+)
 
 export async function main(io: PluginIo = pluginProcessIo()): Promise<number> {
   try {

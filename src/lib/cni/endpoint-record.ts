@@ -1,7 +1,13 @@
 // A pod's WorkloadEndpoint record, as the main plugin writes it on ADD and removes it on DEL (the same code
 // whether the plugin does it on the datastore itself or the per-node agent does it for the plugin) and on CNI GC.
 import type {KeyValue, Store} from '../store/store.js'
-import {decodeWorkloadEndpoint, encodeWorkloadEndpoint, endpointKey, listWorkloadEndpoints, type WorkloadEndpoint} from '../workload/endpoint.js'
+import {
+  decodeWorkloadEndpoint,
+  encodeWorkloadEndpoint,
+  endpointKey,
+  listWorkloadEndpoints,
+  type WorkloadEndpoint,
+} from '../workload/endpoint.js'
 import {CNI_ERR, CniError} from './errors.js'
 
 /**
@@ -14,7 +20,11 @@ export async function putEndpoint(store: Store, wep: WorkloadEndpoint): Promise<
   if ((await store.txn([{key, absent: true}], put)).succeeded) return
   const seen = await store.get(key)
   const r = await store.txn([seen ? {key, modRevision: seen.modRevision} : {key, absent: true}], put)
-  if (!r.succeeded) throw new CniError(CNI_ERR.tryAgainLater, `WorkloadEndpoint ${wep.namespace}/${wep.name} changed while it was being written`)
+  if (!r.succeeded)
+    throw new CniError(
+      CNI_ERR.tryAgainLater,
+      `WorkloadEndpoint ${wep.namespace}/${wep.name} changed while it was being written`,
+    )
 }
 
 export interface TakenEndpoint {
@@ -28,7 +38,12 @@ export interface TakenEndpoint {
  * Remove the record of `containerId`'s attachment. A record of another container means a DEL for a stale
  * sandbox: the live pod's record stays.
  */
-export async function takeEndpoint(store: Store, namespace: string, name: string, containerId: string): Promise<TakenEndpoint> {
+export async function takeEndpoint(
+  store: Store,
+  namespace: string,
+  name: string,
+  containerId: string,
+): Promise<TakenEndpoint> {
   const key = endpointKey(namespace, name)
   const seen = await store.get(key)
   const wep = seen && decodeWorkloadEndpoint(seen.value)

@@ -53,8 +53,14 @@ export class CniError extends Error {
 export function toCniError(err: unknown): CniError {
   if (err instanceof CniError) return err
   if (err instanceof ValidationError) return new CniError(CNI_ERR.invalidConfig, err.message)
-  if (err instanceof DatastoreUnavailableError || err instanceof RevisionConflict) return new CniError(CNI_ERR.tryAgainLater, err.message)
-  if (err instanceof ExhaustedError || err instanceof NotFoundError || err instanceof ConflictError || err instanceof IpamError) {
+  if (err instanceof DatastoreUnavailableError || err instanceof RevisionConflict)
+    return new CniError(CNI_ERR.tryAgainLater, err.message)
+  if (
+    err instanceof ExhaustedError ||
+    err instanceof NotFoundError ||
+    err instanceof ConflictError ||
+    err instanceof IpamError
+  ) {
     return new CniError(CNI_ERR.internal, err.message)
   }
   if (err instanceof Error) return new CniError(CNI_ERR.internal, err.message || err.name)

@@ -55,18 +55,31 @@ export async function withPluginStore<T>(
 export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
   const clock = deps.clock ?? systemClock
-  const withCtx = <T>(a: CmdArgs, conf: NetConf, mode: 'read' | 'update', fn: (ctx: Ctx) => Promise<T>) => withPluginStore(open, a, conf, mode, clock, fn)
+  const withCtx = <T>(a: CmdArgs, conf: NetConf, mode: 'read' | 'update', fn: (ctx: Ctx) => Promise<T>) =>
+    withPluginStore(open, a, conf, mode, clock, fn)
   return {
     // With a per-node agent (ipamctl agent run) ADD and DEL go through it: no datastore client in this
     // process (etcd3 alone costs ~100 ms to load) and no race with the node's other ADDs. Without one, or when
     // it does not answer, the datastore is used directly with the same results (plugin-datastore.ts).
     async add(a) {
       const req = ipamRequest(a, deps)
-      return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock, verb: 'add'}, (ds) => ds.ipamAdd())
+      return PluginDatastore.using(
+        req,
+        await datastoreSettingsFor(req.conf, a.getenv),
+        agentSocketFor(req.conf),
+        {open, clock, verb: 'add'},
+        (ds) => ds.ipamAdd(),
+      )
     },
     async del(a) {
       const req = ipamRequest(a, deps)
-      await PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), agentSocketFor(req.conf), {open, clock, verb: 'del'}, (ds) => ds.ipamDel())
+      await PluginDatastore.using(
+        req,
+        await datastoreSettingsFor(req.conf, a.getenv),
+        agentSocketFor(req.conf),
+        {open, clock, verb: 'del'},
+        (ds) => ds.ipamDel(),
+      )
     },
     async check(a) {
       const req = ipamRequest(a, deps)

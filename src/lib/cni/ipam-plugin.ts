@@ -68,7 +68,8 @@ export async function resolvePools(ctx: Ctx, refs: readonly string[], family: Fa
       if (!byName) throw new ValidationError(`error parsing pool "${ref}": invalid CIDR address: ${ref}`)
       cidr = byName.cidr
     }
-    if (cidr.family !== family) throw new ValidationError(`"${formatIp(cidr.family, cidr.base)}" isn't a IPv${family} address`)
+    if (cidr.family !== family)
+      throw new ValidationError(`"${formatIp(cidr.family, cidr.base)}" isn't a IPv${family} address`)
     return formatCidr(cidr)
   })
 }
@@ -158,9 +159,15 @@ export async function ipamAdd(ctx: Ctx, req: IpamRequest): Promise<CniResult> {
 }
 
 /** ipamAdd's logic on a plan, with the writes done by `alloc`. */
-export async function addAddresses(ctx: Ctx, plan: AddPlan, alloc: Allocator, log: (line: string) => void): Promise<CniResult> {
+export async function addAddresses(
+  ctx: Ctx,
+  plan: AddPlan,
+  alloc: Allocator,
+  log: (line: string) => void,
+): Promise<CniResult> {
   // Upstream's readiness gate: `datastore lock` (ClusterInformation datastoreReady=false) holds off new pods.
-  if (await datastoreLocked(ctx)) throw new CniError(CNI_ERR.tryAgainLater, 'Calico is currently not ready to process requests')
+  if (await datastoreLocked(ctx))
+    throw new CniError(CNI_ERR.tryAgainLater, 'Calico is currently not ready to process requests')
   const {attrs, num4, num6} = plan
   if (plan.ip !== undefined) {
     const assigned = await alloc.assignIp({ip: plan.ip, host: plan.node, handle: plan.handle, attrs, use: 'Workload'})
@@ -188,8 +195,10 @@ export async function addAddresses(ctx: Ctx, plan: AddPlan, alloc: Allocator, lo
       log(`error releasing ${ips.map((i) => i.address).join(', ')}: ${(err as Error).message}`)
     }
   }
-  if (num4 > 0 && v4.ips.length < num4 && num6 > 0 && v6.ips.length > 0) await undo(v6.ips, 'assigned IPv6 addresses but failed to assign IPv4 addresses')
-  if (num6 > 0 && v6.ips.length < num6 && num4 > 0 && v4.ips.length > 0) await undo(v4.ips, 'assigned IPv4 addresses but failed to assign IPv6 addresses')
+  if (num4 > 0 && v4.ips.length < num4 && num6 > 0 && v6.ips.length > 0)
+    await undo(v6.ips, 'assigned IPv6 addresses but failed to assign IPv4 addresses')
+  if (num6 > 0 && v6.ips.length < num6 && num4 > 0 && v4.ips.length > 0)
+    await undo(v4.ips, 'assigned IPv4 addresses but failed to assign IPv6 addresses')
   const short4 = num4 > 0 ? shortfall(v4, 4) : undefined
   if (short4) throw new ExhaustedError(`failed to request IPv4 addresses: ${short4}`)
   const short6 = num6 > 0 ? shortfall(v6, 6) : undefined
@@ -211,7 +220,9 @@ async function heldByHandle(ctx: Ctx, handle: string): Promise<AssignedIp[]> {
   return ips.flatMap((address) => {
     const ip = tryParseIp(address)
     const block = ip && blocks.find((b) => containsIp(b, ip))
-    return ip && block ? [{address, family: ip.family, cidr: `${address}/${block.prefix}`, block: formatCidr(block)}] : []
+    return ip && block
+      ? [{address, family: ip.family, cidr: `${address}/${block.prefix}`, block: formatCidr(block)}]
+      : []
   })
 }
 
@@ -235,11 +246,15 @@ export async function ipamAddAfterUnknown(ctx: Ctx, req: IpamRequest): Promise<C
           ? count(4) === plan.num4 && count(6) === plan.num6
           : held.length === 1 && want !== undefined && held[0]!.address === formatIp(want.family, want.value)
       if (exact) {
-        req.log(`handle ${plan.handle} already holds ${held.map((h) => h.address).join(', ')} from the interrupted agent request; returning them`)
+        req.log(
+          `handle ${plan.handle} already holds ${held.map((h) => h.address).join(', ')} from the interrupted agent request; returning them`,
+        )
         if (plan.ip !== undefined) return {ips: [{address: `${held[0]!.address}/${bitsOf(held[0]!.family)}`}], dns: {}}
         return ipamResult([...held.filter((h) => h.family === 4), ...held.filter((h) => h.family === 6)])
       }
-      req.log(`handle ${plan.handle} holds ${held.map((h) => h.address).join(', ')}, not what this ADD asks for: releasing them first`)
+      req.log(
+        `handle ${plan.handle} holds ${held.map((h) => h.address).join(', ')}, not what this ADD asks for: releasing them first`,
+      )
       await releaseByHandle(ctx, plan.handle)
     }
   } finally {
@@ -252,7 +267,10 @@ export async function ipamAddAfterUnknown(ctx: Ctx, req: IpamRequest): Promise<C
  * DEL, idempotent: release the handle `<network>.<containerID>`, then the legacy workload handle; a
  * missing handle is not an error. `IP=` is ignored.
  */
-export async function ipamDel(ctx: Ctx, req: {ids: Pick<WorkloadIds, 'handleId' | 'workloadId'>; lock: () => Unlock; log: (line: string) => void}): Promise<string[]> {
+export async function ipamDel(
+  ctx: Ctx,
+  req: {ids: Pick<WorkloadIds, 'handleId' | 'workloadId'>; lock: () => Unlock; log: (line: string) => void},
+): Promise<string[]> {
   const unlock = req.lock()
   try {
     return (await releaseHandles(ctx, [req.ids.handleId, req.ids.workloadId], req.log)).released
@@ -262,7 +280,11 @@ export async function ipamDel(ctx: Ctx, req: {ids: Pick<WorkloadIds, 'handleId' 
 }
 
 /** Release handles in order; missing ones are skipped (only the first, the attachment's own, is worth a log line). */
-export async function releaseHandles(ctx: Ctx, handles: readonly string[], log: (line: string) => void): Promise<{released: string[]; missing: string[]}> {
+export async function releaseHandles(
+  ctx: Ctx,
+  handles: readonly string[],
+  log: (line: string) => void,
+): Promise<{released: string[]; missing: string[]}> {
   const released: string[] = []
   const missing: string[] = []
   for (const [i, handle] of handles.entries()) {
@@ -282,7 +304,8 @@ export async function releaseHandles(ctx: Ctx, handles: readonly string[], log: 
  * (compared without prefix lengths: the main plugin narrows them to /32 and /128).
  */
 export async function ipamCheck(ctx: Ctx, req: IpamRequest): Promise<void> {
-  if (req.conf.prevResult === undefined) throw new CniError(CNI_ERR.invalidConfig, 'CHECK needs a prevResult in the network configuration')
+  if (req.conf.prevResult === undefined)
+    throw new CniError(CNI_ERR.invalidConfig, 'CHECK needs a prevResult in the network configuration')
   const prev = parseResult(req.conf.prevResult, req.conf.cniVersion)
   const canon = (a: string) => {
     const ip = tryParseIp(addressOf(a))
@@ -297,7 +320,11 @@ export async function ipamCheck(ctx: Ctx, req: IpamRequest): Promise<void> {
     have = []
   }
   if (have.length === 0) {
-    throw new CniError(CNI_ERR.internal, `IPAM CHECK failed: no addresses are allocated to handle ${req.ids.handleId}`, `prevResult lists [${want.join(' ')}]`)
+    throw new CniError(
+      CNI_ERR.internal,
+      `IPAM CHECK failed: no addresses are allocated to handle ${req.ids.handleId}`,
+      `prevResult lists [${want.join(' ')}]`,
+    )
   }
   if (have.join(' ') !== want.join(' ')) {
     throw new CniError(
@@ -336,7 +363,12 @@ export function validAttachments(raw: Record<string, unknown>): Attachment[] {
  * handles) are not sandbox handles and are left alone, as upstream's ParsePodHandleID does. Errors do not stop
  * the sweep; they are reported together at the end.
  */
-export async function ipamGc(ctx: Ctx, conf: NetConf, attachments: readonly Attachment[], req: Pick<IpamRequest, 'log' | 'lock'> & {node: string}): Promise<string[]> {
+export async function ipamGc(
+  ctx: Ctx,
+  conf: NetConf,
+  attachments: readonly Attachment[],
+  req: Pick<IpamRequest, 'log' | 'lock'> & {node: string},
+): Promise<string[]> {
   const valid = new Set(attachments.map((a) => a.containerID))
   const prefix = keys.handlePrefix() + conf.name + '.'
   const candidates: string[] = []
@@ -368,7 +400,12 @@ export async function ipamGc(ctx: Ctx, conf: NetConf, attachments: readonly Atta
   } finally {
     unlock()
   }
-  if (failures.length > 0) throw new CniError(CNI_ERR.internal, `GC failed to release ${failures.length} of ${stale.length} stale handles`, failures.join('; '))
+  if (failures.length > 0)
+    throw new CniError(
+      CNI_ERR.internal,
+      `GC failed to release ${failures.length} of ${stale.length} stale handles`,
+      failures.join('; '),
+    )
   return released
 }
 

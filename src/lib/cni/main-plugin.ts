@@ -8,15 +8,18 @@ import path from 'node:path'
 import type {Ctx} from '../ipam/context.js'
 import {systemClock} from '../ipam/time.js'
 import {addressOf, familyOf, hostCidr, type CniResult} from './result.js'
-import {checkHostLinkReplaceable, checkPod, openPodSide, unwirePod, wirePod, type WireRequest} from '../dataplane/veth.js'
+import {
+  checkHostLinkReplaceable,
+  checkPod,
+  openPodSide,
+  unwirePod,
+  wirePod,
+  type WireRequest,
+} from '../dataplane/veth.js'
 import {hostVethName, interfacePrefix, validIfName} from '../dataplane/names.js'
 import {openStore as defaultOpenStore} from '../store/open.js'
 import type {Store} from '../store/store.js'
-import {
-  decodeWorkloadEndpoint,
-  endpointKey,
-  newWorkloadEndpoint,
-} from '../workload/endpoint.js'
+import {decodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint} from '../workload/endpoint.js'
 import {parseCniArgs, withIgnoreUnknown} from './args.js'
 import {execDelegate} from './delegate.js'
 import {endpointsToCollect, removeCollectedEndpoint} from './endpoint-record.js'
@@ -24,7 +27,15 @@ import {CNI_ERR, CniError, toCniError} from './errors.js'
 import {ipamGcFor, ipamPlugin, withPluginStore} from './ipam-commands.js'
 import {ipamCheck, ipamRequest, type IpamPluginDeps, type IpamRequest, validAttachments} from './ipam-plugin.js'
 import {agentSocketFor, PluginDatastore, type PluginVerb} from './plugin-datastore.js'
-import {DEFAULT_MTU_FILE, datastoreSettingsFor, determineNodename, parseNetConf, validateMainPluginConf, wepName, type NetConf} from './netconf.js'
+import {
+  DEFAULT_MTU_FILE,
+  datastoreSettingsFor,
+  determineNodename,
+  parseNetConf,
+  validateMainPluginConf,
+  wepName,
+  type NetConf,
+} from './netconf.js'
 import type {CmdArgs, PluginFuncs} from './skel.js'
 
 export interface MainPluginDeps extends IpamPluginDeps {
@@ -46,7 +57,8 @@ function mtuFor(conf: NetConf, file: string): number {
     if (Number.isInteger(n) && n > 0) return n
     throw new Error(`no MTU in ${file}`)
   } catch (err) {
-    if (conf.requireMtuFile) throw new CniError(CNI_ERR.invalidConfig, `failed to read MTU file ${file}: ${(err as Error).message}`)
+    if (conf.requireMtuFile)
+      throw new CniError(CNI_ERR.invalidConfig, `failed to read MTU file ${file}: ${(err as Error).message}`)
     return 0
   }
 }
@@ -77,17 +89,32 @@ function wireRequest(a: CmdArgs, req: IpamRequest, ips: readonly string[], mtu: 
 export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
   const invokedAs = deps.invokedAs ?? path.basename(process.argv[1] ?? '').replace(/\.js$/, '')
-  const withStore = <T>(a: CmdArgs, conf: NetConf, mode: 'read' | 'update', fn: (ctx: Ctx, store: Store) => Promise<T>) =>
-    withPluginStore(open, a, conf, mode, deps.clock ?? systemClock, fn)
+  const withStore = <T>(
+    a: CmdArgs,
+    conf: NetConf,
+    mode: 'read' | 'update',
+    fn: (ctx: Ctx, store: Store) => Promise<T>,
+  ) => withPluginStore(open, a, conf, mode, deps.clock ?? systemClock, fn)
   // ADD and DEL: through the node's agent when it answers and the IPAM is ours (see plugin-datastore.ts).
-  const withDatastore = async <T>(a: CmdArgs, req: IpamRequest, verb: PluginVerb, fn: (ds: PluginDatastore) => Promise<T>): Promise<T> => {
+  const withDatastore = async <T>(
+    a: CmdArgs,
+    req: IpamRequest,
+    verb: PluginVerb,
+    fn: (ds: PluginDatastore) => Promise<T>,
+  ): Promise<T> => {
     const socket = ownIpam(req.conf.ipam.type, invokedAs) ? agentSocketFor(req.conf) : undefined
-    return PluginDatastore.using(req, await datastoreSettingsFor(req.conf, a.getenv), socket, {open, clock: deps.clock ?? systemClock, verb}, async (ds) => {
-      // Without an agent, open the datastore before anything else: if it is unusable, a delegated IPAM must
-      // not have allocated yet.
-      if (socket === undefined) await ds.direct()
-      return fn(ds)
-    })
+    return PluginDatastore.using(
+      req,
+      await datastoreSettingsFor(req.conf, a.getenv),
+      socket,
+      {open, clock: deps.clock ?? systemClock, verb},
+      async (ds) => {
+        // Without an agent, open the datastore before anything else: if it is unusable, a delegated IPAM must
+        // not have allocated yet.
+        if (socket === undefined) await ds.direct()
+        return fn(ds)
+      },
+    )
   }
   // The calico plugin always lets IPAM ignore CNI_ARGS keys it does not know.
   const request = (a: CmdArgs) => ipamRequest({...a, args: withIgnoreUnknown(a.args)}, deps)
@@ -122,13 +149,16 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
         // Likewise a host veth name held by another attachment (wirePod checks again, for a race).
         await checkHostLinkReplaceable(wireRequest(a, req, [], mtu))
         return await withDatastore(a, req, 'add', async (ds) => {
-          const ipam = ownIpam(req.conf.ipam.type, invokedAs) ? await ds.ipamAdd() : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
+          const ipam = ownIpam(req.conf.ipam.type, invokedAs)
+            ? await ds.ipamAdd()
+            : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
           const addresses = ipam.ips.map((i) => i.address)
           const wreq = wireRequest(a, req, addresses, mtu)
           let wired = false
           let wepWritten = false
           try {
-            if (addresses.length === 0) throw new CniError(CNI_ERR.internal, `IPAM plugin ${req.conf.ipam.type} returned no addresses`)
+            if (addresses.length === 0)
+              throw new CniError(CNI_ERR.internal, `IPAM plugin ${req.conf.ipam.type} returned no addresses`)
             const w = await wirePod(wreq, side)
             wired = true
             for (const warning of w.warnings) a.log(`warning: ${warning}`)
@@ -166,8 +196,20 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
             // Undo in reverse order; report the original error, not a cleanup problem.
             const cleanup: Promise<unknown>[] = []
             if (wepWritten) cleanup.push(ds.takeEndpoint(req.ids.namespace, wepName(req.ids), req.ids.containerId))
-            if (wired) cleanup.push(unwirePod({netns: a.netns, ifName: a.ifName, hostIfName: wreq.hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6, owner: req.ids.containerId, claimUnmarked: false}))
-            for (const r of await Promise.allSettled(cleanup)) if (r.status === 'rejected') a.log(`cleanup after failed ADD: ${(r.reason as Error).message}`)
+            if (wired)
+              cleanup.push(
+                unwirePod({
+                  netns: a.netns,
+                  ifName: a.ifName,
+                  hostIfName: wreq.hostIfName,
+                  ipv4: wreq.ipv4,
+                  ipv6: wreq.ipv6,
+                  owner: req.ids.containerId,
+                  claimUnmarked: false,
+                }),
+              )
+            for (const r of await Promise.allSettled(cleanup))
+              if (r.status === 'rejected') a.log(`cleanup after failed ADD: ${(r.reason as Error).message}`)
             try {
               await ipamDelFor(a, ds, req)
             } catch (e) {
@@ -196,7 +238,15 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
           // record, only a Kubernetes name (the pod's, as upstream) or a link marked for this container is.
           const hostIfName = wep?.interfaceName || wreq.hostIfName
           const claimUnmarked = wep?.interfaceName ? true : wreq.replaceOtherOwner === true
-          const outcome = await unwirePod({netns: a.netns || undefined, ifName: a.ifName, hostIfName, ipv4: wreq.ipv4, ipv6: wreq.ipv6, owner: ids.containerId, claimUnmarked})
+          const outcome = await unwirePod({
+            netns: a.netns || undefined,
+            ifName: a.ifName,
+            hostIfName,
+            ipv4: wreq.ipv4,
+            ipv6: wreq.ipv6,
+            owner: ids.containerId,
+            claimUnmarked,
+          })
           if (outcome === 'not-ours') a.log(`host interface ${hostIfName} belongs to another attachment; left in place`)
         }
         await ipamDelFor(a, ds, req)
@@ -211,7 +261,11 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
         else await execDelegate(forDelegate(a), req.conf.ipam.type, 'CHECK')
         const key = endpointKey(req.ids.namespace, wepName(req.ids))
         const kv = await store.get(key)
-        if (!kv) throw new CniError(CNI_ERR.internal, `CHECK failed: WorkloadEndpoint ${req.ids.namespace}/${wepName(req.ids)} does not exist`)
+        if (!kv)
+          throw new CniError(
+            CNI_ERR.internal,
+            `CHECK failed: WorkloadEndpoint ${req.ids.namespace}/${wepName(req.ids)} does not exist`,
+          )
         const wep = decodeWorkloadEndpoint(kv.value)
         const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
         try {
@@ -251,7 +305,12 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
         } catch (err) {
           failures.push(toCniError(err).msg)
         }
-        for (const wep of await endpointsToCollect(store, {node, network: conf.name, valid, released: new Set(released)})) {
+        for (const wep of await endpointsToCollect(store, {
+          node,
+          network: conf.name,
+          valid,
+          released: new Set(released),
+        })) {
           const what = `WorkloadEndpoint ${wep.namespace}/${wep.name} (container ${wep.containerID})`
           try {
             if (wep.interfaceName && validIfName(wep.interfaceName)) {
@@ -264,8 +323,12 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
                 owner: wep.containerID,
                 claimUnmarked: false,
               })
-              if (outcome === 'not-ours') a.log(`GC: host interface ${wep.interfaceName} is not marked as container ${wep.containerID}'s; left in place`)
-              else if (outcome === 'deleted') a.log(`GC: deleted host interface ${wep.interfaceName} of container ${wep.containerID}`)
+              if (outcome === 'not-ours')
+                a.log(
+                  `GC: host interface ${wep.interfaceName} is not marked as container ${wep.containerID}'s; left in place`,
+                )
+              else if (outcome === 'deleted')
+                a.log(`GC: deleted host interface ${wep.interfaceName} of container ${wep.containerID}`)
             }
             if (await removeCollectedEndpoint(store, wep)) a.log(`GC: deleted ${what}`)
             else a.log(`GC: ${what} changed while being collected; left in place`)
@@ -274,7 +337,8 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
           }
         }
       })
-      if (failures.length > 0) throw new CniError(CNI_ERR.internal, `GC failed for ${failures.length} item(s)`, failures.join('; '))
+      if (failures.length > 0)
+        throw new CniError(CNI_ERR.internal, `GC failed for ${failures.length} item(s)`, failures.join('; '))
     },
   }
 }

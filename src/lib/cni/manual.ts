@@ -46,7 +46,8 @@ function loadConf(req: ManualRequest): Record<string, unknown> {
       throw new ValidationError(`netconf ${req.confFile} is not valid JSON: ${(err as Error).message}`)
     }
     // A conflist: the manual path drives our own plugin, the first of the list.
-    if (Array.isArray(conf.plugins)) conf = {cniVersion: conf.cniVersion, name: conf.name, ...(conf.plugins[0] as object)}
+    if (Array.isArray(conf.plugins))
+      conf = {cniVersion: conf.cniVersion, name: conf.name, ...(conf.plugins[0] as object)}
   }
   if (req.node) conf.nodename = req.node
   return conf
@@ -61,10 +62,16 @@ function containerIdFor(req: ManualRequest): string {
 
 function cmdArgs(req: ManualRequest, command: 'ADD' | 'DEL' | 'CHECK', config: Record<string, unknown>): CmdArgs {
   const args = [
-    ...(req.pod || req.namespace ? [`K8S_POD_NAMESPACE=${req.namespace ?? 'default'}`, `K8S_POD_NAME=${req.pod ?? ''}`] : []),
+    ...(req.pod || req.namespace
+      ? [`K8S_POD_NAMESPACE=${req.namespace ?? 'default'}`, `K8S_POD_NAME=${req.pod ?? ''}`]
+      : []),
     ...(req.ip ? [`IP=${req.ip}`] : []),
   ].join(';')
-  const env: Record<string, string | undefined> = {...process.env, ETCD_USERNAME: req.settings.etcdUsername, ETCD_PASSWORD: req.settings.etcdPassword}
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    ETCD_USERNAME: req.settings.etcdUsername,
+    ETCD_PASSWORD: req.settings.etcdPassword,
+  }
   const data = JSON.stringify(config)
   return {
     command,
@@ -90,19 +97,32 @@ async function run<T>(fn: () => Promise<T>): Promise<T> {
     const c = toCniError(err)
     const text = `CNI error ${c.code}: ${c.msg}${c.details ? ` (${c.details})` : ''}`
     if (c.code === CNI_ERR.tryAgainLater) throw new DatastoreUnavailableError(text)
-    if ([CNI_ERR.invalidEnv, CNI_ERR.decoding, CNI_ERR.invalidConfig, CNI_ERR.unsupportedField, CNI_ERR.incompatibleVersion].includes(c.code as 4)) throw new ValidationError(text)
+    if (
+      [
+        CNI_ERR.invalidEnv,
+        CNI_ERR.decoding,
+        CNI_ERR.invalidConfig,
+        CNI_ERR.unsupportedField,
+        CNI_ERR.incompatibleVersion,
+      ].includes(c.code as 4)
+    )
+      throw new ValidationError(text)
     throw new IpamError(text)
   }
 }
 
-const plugin = (req: ManualRequest) => mainPlugin({openStore: (_s, opts) => openStore(req.settings, opts), invokedAs: 'ipamctl-cni'})
+const plugin = (req: ManualRequest) =>
+  mainPlugin({openStore: (_s, opts) => openStore(req.settings, opts), invokedAs: 'ipamctl-cni'})
 
 export async function manualAdd(req: ManualRequest): Promise<{containerId: string; result: CniResult}> {
   const ns = netnsPath(req.netns)
   if (req.createNetns && !fs.existsSync(ns)) {
     if (req.netns.includes('/')) throw new ValidationError('--create-netns needs a netns NAME, not a path')
     // The name goes to ip(8) as an argument: one that starts with "-" would be read as an option.
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/.test(req.netns)) throw new ValidationError(`invalid netns name ${JSON.stringify(req.netns)}: use letters, digits, "_", "." and "-"`)
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$/.test(req.netns))
+      throw new ValidationError(
+        `invalid netns name ${JSON.stringify(req.netns)}: use letters, digits, "_", "." and "-"`,
+      )
     execFileSync('ip', ['netns', 'add', req.netns], {stdio: 'pipe'})
   }
   const conf = loadConf(req)
@@ -121,22 +141,37 @@ export async function manualCheck(req: ManualRequest): Promise<void> {
   const conf = loadConf(req)
   const a = cmdArgs(req, 'CHECK', conf)
   const parsed = parseNetConf(conf)
-  const ids = workloadIds(parsed, {containerId: a.containerId, ifName: a.ifName}, parseCniArgs(`IgnoreUnknown=1;${a.args}`), determineNodename(parsed))
+  const ids = workloadIds(
+    parsed,
+    {containerId: a.containerId, ifName: a.ifName},
+    parseCniArgs(`IgnoreUnknown=1;${a.args}`),
+    determineNodename(parsed),
+  )
   const store = await openStore(req.settings, {mode: 'read'})
   let ips: string[]
   try {
     const kv = await store.get(endpointKey(ids.namespace, wepName(ids)))
-    if (!kv) throw new ValidationError(`no workload endpoint for ${ids.orchestrator === 'k8s' ? `${ids.namespace}/${ids.pod}` : a.containerId} on this node`)
+    if (!kv)
+      throw new ValidationError(
+        `no workload endpoint for ${ids.orchestrator === 'k8s' ? `${ids.namespace}/${ids.pod}` : a.containerId} on this node`,
+      )
     ips = decodeWorkloadEndpoint(kv.value).ipNetworks
   } finally {
     await store.close()
   }
-  const withPrev = {...conf, cniVersion: conf.cniVersion ?? '1.0.0', prevResult: {cniVersion: '1.0.0', ips: ips.map((address) => ({address}))}}
+  const withPrev = {
+    ...conf,
+    cniVersion: conf.cniVersion ?? '1.0.0',
+    prevResult: {cniVersion: '1.0.0', ips: ips.map((address) => ({address}))},
+  }
   await run(() => plugin(req).check!({...cmdArgs(req, 'CHECK', withPrev)}))
 }
 
 /** Install the plugin executables into a CNI bin directory as symlinks to this installation. */
-export function installPlugins(dir: string, opts: {asCalico: boolean; force: boolean}): {name: string; target: string}[] {
+export function installPlugins(
+  dir: string,
+  opts: {asCalico: boolean; force: boolean},
+): {name: string; target: string}[] {
   const binDir = path.join(packageRoot(), 'bin')
   const plan = [
     {name: opts.asCalico ? 'calico' : 'ipamctl-cni', target: path.join(binDir, 'ipamctl-cni.cjs')},
@@ -144,7 +179,10 @@ export function installPlugins(dir: string, opts: {asCalico: boolean; force: boo
   ]
   // Every destination is checked before anything is written: a refusal must not leave one plugin installed.
   const present = plan.map((p) => path.join(dir, p.name)).filter((dest) => fs.existsSync(dest) || isSymlink(dest))
-  if (present.length > 0 && !opts.force) throw new ValidationError(`${present.join(' and ')} already exist${present.length === 1 ? 's' : ''}; pass --force to replace ${present.length === 1 ? 'it' : 'them'}`)
+  if (present.length > 0 && !opts.force)
+    throw new ValidationError(
+      `${present.join(' and ')} already exist${present.length === 1 ? 's' : ''}; pass --force to replace ${present.length === 1 ? 'it' : 'them'}`,
+    )
   fs.mkdirSync(dir, {recursive: true})
   for (const p of plan) {
     const dest = path.join(dir, p.name)

@@ -100,7 +100,9 @@ function typeName(v: unknown): string {
 }
 
 function bad(path: string, want: string, v: unknown): ValidationError {
-  return new ValidationError(`failed to load netconf: field "${path}" must be ${want}, got ${typeName(v)} ${JSON.stringify(v)}`)
+  return new ValidationError(
+    `failed to load netconf: field "${path}" must be ${want}, got ${typeName(v)} ${JSON.stringify(v)}`,
+  )
 }
 
 // JSON null leaves a Go field at its zero value, so null counts as absent everywhere.
@@ -283,7 +285,9 @@ export function requireNodenameFile(conf: NetConf, exists: (file: string) => boo
   if (conf.nodenameFileOptional) return
   const file = conf.nodenameFile || DEFAULT_NODENAME_FILE
   if (!exists(file)) {
-    throw new ValidationError(`stat ${file}: no such file or directory: check that the calico/node container is running and has mounted /var/lib/calico/`)
+    throw new ValidationError(
+      `stat ${file}: no such file or directory: check that the calico/node container is running and has mounted /var/lib/calico/`,
+    )
   }
 }
 
@@ -292,17 +296,22 @@ export function requireNodenameFile(conf: NetConf, exists: (file: string) => boo
 const ETCD_ENDPOINT = /^https?:\/\/[^/\s]+:\d+\/?$/
 
 function endpointsFrom(text: string, where: string): string[] {
-  const list = text.split(',').map((s) => s.trim()).filter(Boolean)
+  const list = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   if (list.length === 0) throw new ValidationError(`${where}: no etcd endpoint given`)
   for (const e of list) {
-    if (!ETCD_ENDPOINT.test(e)) throw new ValidationError(`${where}: invalid etcd endpoint ${JSON.stringify(e)}: expected http(s)://HOST:PORT`)
+    if (!ETCD_ENDPOINT.test(e))
+      throw new ValidationError(`${where}: invalid etcd endpoint ${JSON.stringify(e)}: expected http(s)://HOST:PORT`)
   }
   return list.map((e) => e.replace(/\/$/, ''))
 }
 
 function datastoreTypeOf(v: string, where: string): DatastoreType {
   if (v === 'etcdv3' || v === 'embedded') return v
-  if (v === 'kubernetes') throw new ValidationError(`${where}: the kubernetes datastore is not supported; use etcdv3 or embedded`)
+  if (v === 'kubernetes')
+    throw new ValidationError(`${where}: the kubernetes datastore is not supported; use etcdv3 or embedded`)
   throw new ValidationError(`${where}: unknown datastore type ${JSON.stringify(v)}: use etcdv3 or embedded`)
 }
 
@@ -320,7 +329,10 @@ function datastoreTypeOf(v: string, where: string): DatastoreType {
  * - `etcd_authority` (host:port, deprecated) with `etcd_scheme` (default http) is turned into an endpoint.
  *   `etcd_discovery_srv` (DNS SRV discovery) is not supported and is rejected unless endpoints are given.
  */
-export async function datastoreSettingsFor(conf: NetConf, env: (name: string) => string | undefined): Promise<DatastoreSettings> {
+export async function datastoreSettingsFor(
+  conf: NetConf,
+  env: (name: string) => string | undefined,
+): Promise<DatastoreSettings> {
   const sources: Record<string, Source> = {}
   let base: DatastoreSettings | undefined
   if (conf.ipamctlConfig) {
@@ -329,7 +341,10 @@ export async function datastoreSettingsFor(conf: NetConf, env: (name: string) =>
     base = resolveSettings({config: conf.ipamctlConfig}, envRecord(env))
   }
   const pick = (name: string, fromConf: string | undefined, envName: string, fallback?: string): string | undefined => {
-    for (const [src, v] of [['file', fromConf], ['env', env(envName)]] as const) {
+    for (const [src, v] of [
+      ['file', fromConf],
+      ['env', env(envName)],
+    ] as const) {
       if (v !== undefined && v !== '') {
         sources[name] = src
         return v
@@ -342,7 +357,9 @@ export async function datastoreSettingsFor(conf: NetConf, env: (name: string) =>
   if (conf.etcdAuthority) authorityEndpoint = `${conf.etcdScheme || 'http'}://${conf.etcdAuthority}`
   const endpointsConf = conf.etcdEndpoints || authorityEndpoint
   if (conf.etcdDiscoverySrv && !endpointsConf) {
-    throw new ValidationError('etcd_discovery_srv is not supported by ipamctl: list the etcd endpoints in etcd_endpoints')
+    throw new ValidationError(
+      'etcd_discovery_srv is not supported by ipamctl: list the etcd endpoints in etcd_endpoints',
+    )
   }
   const impliedType = endpointsConf ? 'etcdv3' : undefined
   const typeText = pick('datastoreType', conf.datastoreType || impliedType, 'DATASTORE_TYPE', base?.type ?? 'embedded')!
@@ -350,7 +367,12 @@ export async function datastoreSettingsFor(conf: NetConf, env: (name: string) =>
   const endpointsText = pick('etcdEndpoints', endpointsConf, 'ETCD_ENDPOINTS')
   const settings: DatastoreSettings = {
     type,
-    path: pick('datastorePath', conf.datastorePath, 'IPAMCTL_DATASTORE_PATH', base?.path ?? defaultDatastorePath(envRecord(env)))!,
+    path: pick(
+      'datastorePath',
+      conf.datastorePath,
+      'IPAMCTL_DATASTORE_PATH',
+      base?.path ?? defaultDatastorePath(envRecord(env)),
+    )!,
     etcdEndpoints:
       endpointsText !== undefined
         ? endpointsFrom(endpointsText, `etcd endpoints (${sources.etcdEndpoints})`)
@@ -395,7 +417,12 @@ export interface WorkloadIds {
 }
 
 /** Upstream's GetIdentifiers + GetHandleID. */
-export function workloadIds(conf: NetConf, cmd: {containerId: string; ifName: string; netns?: string}, args: CniArgs, node: string): WorkloadIds {
+export function workloadIds(
+  conf: NetConf,
+  cmd: {containerId: string; ifName: string; netns?: string},
+  args: CniArgs,
+  node: string,
+): WorkloadIds {
   const k8s = args.podNamespace !== '' && args.podName !== ''
   const namespace = k8s ? args.podNamespace : args.testNamespace || 'default'
   const pod = k8s ? args.podName : ''
@@ -414,7 +441,13 @@ export function workloadIds(conf: NetConf, cmd: {containerId: string; ifName: st
 
 /** The attachment's WorkloadEndpoint name (workloadEndpointName: the one builder, which the benchmarks use too). */
 export function wepName(ids: WorkloadIds): string {
-  return workloadEndpointName({node: ids.node, orchestrator: ids.orchestrator, pod: ids.pod, containerId: ids.containerId, ifName: ids.endpoint})
+  return workloadEndpointName({
+    node: ids.node,
+    orchestrator: ids.orchestrator,
+    pod: ids.pod,
+    containerId: ids.containerId,
+    ifName: ids.endpoint,
+  })
 }
 
 /** Attributes stored with each allocation: node, timestamp (Go's time.Now().UTC().String()), pod, namespace. */

@@ -43,7 +43,12 @@ function agentAnswer(socket: string, o: AgentOutcome, log: (line: string) => voi
 }
 
 /** ADD through the agent: the result, or how to go on directly. */
-async function addViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings, now: Date): Promise<CniResult | 'unreachable' | 'unknown'> {
+async function addViaAgent(
+  socket: string,
+  req: IpamRequest,
+  settings: DatastoreSettings,
+  now: Date,
+): Promise<CniResult | 'unreachable' | 'unknown'> {
   const {ip, ...auto} = addPlan(req, now)
   const target = {node: auto.node, datastore: datastoreId(settings)}
   const o =
@@ -99,7 +104,11 @@ export class PluginDatastore {
   }
 
   private async openOnce(): Promise<Store | undefined> {
-    if (this.verb === 'add') return this.open(this.settings, {mode: 'create', onCreated: (file) => this.req.log(`created new datastore at ${file}`)})
+    if (this.verb === 'add')
+      return this.open(this.settings, {
+        mode: 'create',
+        onCreated: (file) => this.req.log(`created new datastore at ${file}`),
+      })
     try {
       return await this.open(this.settings, {mode: 'update'})
     } catch (err) {

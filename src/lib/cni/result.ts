@@ -185,7 +185,12 @@ function cidrField(v: unknown, where: string): string {
   const slash = v.indexOf('/')
   const ip = slash > 0 ? tryParseIp(v.slice(0, slash)) : undefined
   const len = v.slice(slash + 1)
-  if (!ip || v.slice(0, slash).trim() !== v.slice(0, slash) || !/^\d{1,3}$/.test(len) || Number(len) > bitsOf(ip.family)) {
+  if (
+    !ip ||
+    v.slice(0, slash).trim() !== v.slice(0, slash) ||
+    !/^\d{1,3}$/.test(len) ||
+    Number(len) > bitsOf(ip.family)
+  ) {
     throw fail(`invalid CIDR address: ${v}`)
   }
   return `${formatIp(ip.family, ip.value)}/${Number(len)}`

@@ -11,7 +11,14 @@ export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'VERSION' | 'STATUS' | 'GC'
 export const CNI_COMMANDS: readonly CniCommand[] = ['ADD', 'DEL', 'CHECK', 'VERSION', 'STATUS', 'GC']
 
 /** The variables the dispatcher reads, in the order missing ones are reported. */
-export const CNI_ENV_VARS = ['CNI_COMMAND', 'CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS', 'CNI_PATH'] as const
+export const CNI_ENV_VARS = [
+  'CNI_COMMAND',
+  'CNI_CONTAINERID',
+  'CNI_NETNS',
+  'CNI_IFNAME',
+  'CNI_ARGS',
+  'CNI_PATH',
+] as const
 export type CniEnvVar = (typeof CNI_ENV_VARS)[number]
 
 /**
@@ -93,10 +100,15 @@ export function validateContainerId(id: string): void {
 export function validateIfName(name: string): void {
   if (name.length === 0) throw new CniError(CNI_ERR.invalidEnv, 'interface name is empty')
   if (Buffer.byteLength(name) > MAX_IFNAME) {
-    throw new CniError(CNI_ERR.invalidEnv, 'interface name is too long', `interface name should be less than ${MAX_IFNAME + 1} characters`)
+    throw new CniError(
+      CNI_ERR.invalidEnv,
+      'interface name is too long',
+      `interface name should be less than ${MAX_IFNAME + 1} characters`,
+    )
   }
   if (name === '.' || name === '..') throw new CniError(CNI_ERR.invalidEnv, 'interface name is . or ..')
-  if (/[/:\s]/u.test(name)) throw new CniError(CNI_ERR.invalidEnv, 'interface name contains / or : or whitespace characters')
+  if (/[/:\s]/u.test(name))
+    throw new CniError(CNI_ERR.invalidEnv, 'interface name contains / or : or whitespace characters')
 }
 
 /** Decode the config; any failure is code 6 (7 for a missing name), as the Go skel's validateConfig. */
@@ -109,7 +121,10 @@ function decodeConfig(data: Buffer): Record<string, unknown> {
     throw new CniError(CNI_ERR.decoding, `error unmarshall network config: ${msg}`)
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-    throw new CniError(CNI_ERR.decoding, 'error unmarshall network config: the network configuration must be a JSON object')
+    throw new CniError(
+      CNI_ERR.decoding,
+      'error unmarshall network config: the network configuration must be a JSON object',
+    )
   }
   const conf = v as Record<string, unknown>
   if (conf.name !== undefined && conf.name !== null && typeof conf.name !== 'string') {
@@ -122,7 +137,8 @@ function decodeConfig(data: Buffer): Record<string, unknown> {
 function configVersion(conf: Record<string, unknown>): string {
   const v = conf.cniVersion
   if (v === undefined || v === null || v === '') return DEFAULT_CONFIG_VERSION
-  if (typeof v !== 'string') throw new CniError(CNI_ERR.decoding, 'decoding version from network config: "cniVersion" must be a string')
+  if (typeof v !== 'string')
+    throw new CniError(CNI_ERR.decoding, 'decoding version from network config: "cniVersion" must be a string')
   return v
 }
 
@@ -151,7 +167,8 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
     const env = Object.fromEntries(CNI_ENV_VARS.map((n) => [n, io.getenv(n) ?? ''])) as Record<CniEnvVar, string>
     const required = info.requiredEnv?.[cmd] ?? REQUIRED_ENV[cmd]
     const missing = CNI_ENV_VARS.filter((n) => required.includes(n) && env[n] === '')
-    if (missing.length > 0) throw new CniError(CNI_ERR.invalidEnv, `required env variables [${missing.join(',')}] missing`)
+    if (missing.length > 0)
+      throw new CniError(CNI_ERR.invalidEnv, `required env variables [${missing.join(',')}] missing`)
 
     if (cmd === 'VERSION') {
       // The spec echoes the caller's version; the Go skel ignores stdin. Echo it when it is one we speak.
@@ -160,8 +177,12 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
       if (!io.stdinIsTty) {
         let timer: NodeJS.Timeout | undefined
         try {
-          const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no input')), VERSION_STDIN_WAIT_MS)))
-          const v = (JSON.parse(toBuffer(await Promise.race([io.readStdin(), late])).toString('utf8')) as {cniVersion?: unknown}).cniVersion
+          const late = new Promise<never>(
+            (_, reject) => (timer = setTimeout(() => reject(new Error('no input')), VERSION_STDIN_WAIT_MS)),
+          )
+          const v = (
+            JSON.parse(toBuffer(await Promise.race([io.readStdin(), late])).toString('utf8')) as {cniVersion?: unknown}
+          ).cniVersion
           if (typeof v === 'string' && supported.includes(v)) echo = v
         } catch {
           /* no, late or bad input: answer with our newest version */
@@ -186,9 +207,14 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
     }
     const cniVersion = configVersion(config)
     const min = MIN_VERSION[cmd]
-    if (min && !versionAtLeast(cniVersion, min)) throw new CniError(CNI_ERR.incompatibleVersion, `config version does not allow ${cmd}`)
+    if (min && !versionAtLeast(cniVersion, min))
+      throw new CniError(CNI_ERR.incompatibleVersion, `config version does not allow ${cmd}`)
     if (!isSupported(cniVersion, supported)) {
-      throw new CniError(CNI_ERR.incompatibleVersion, 'incompatible CNI versions', `config is ${goQuote(cniVersion)}, plugin supports ${goQuoteList(supported)}`)
+      throw new CniError(
+        CNI_ERR.incompatibleVersion,
+        'incompatible CNI versions',
+        `config is ${goQuote(cniVersion)}, plugin supports ${goQuoteList(supported)}`,
+      )
     }
     errVersion = cniVersion
 

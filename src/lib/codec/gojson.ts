@@ -46,7 +46,8 @@ function restoreBig(v: JsonValue): JsonValue {
   }
   if (v === null || typeof v !== 'object') return v
   if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) if (typeof v[i] === 'string' || (v[i] !== null && typeof v[i] === 'object')) v[i] = restoreBig(v[i]!)
+    for (let i = 0; i < v.length; i++)
+      if (typeof v[i] === 'string' || (v[i] !== null && typeof v[i] === 'object')) v[i] = restoreBig(v[i]!)
     return v
   }
   for (const k of Object.keys(v)) v[k] = restoreBig(v[k]!)
@@ -66,13 +67,16 @@ const GO_ESCAPES: Record<string, string> = {
 function goString(s: string): string {
   // Go escapes <, > and & (HTML safety) and U+2028/2029; lone surrogates are invalid UTF-8 and become U+FFFD.
   // eslint-disable-next-line no-control-regex
-  const body = s.replace(/["\\\u0000-\u001f<>&\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (c) => {
-    const known = GO_ESCAPES[c]
-    if (known) return known
-    const code = c.charCodeAt(0)
-    if (code >= 0xd800 && code <= 0xdfff) return '\ufffd'
-    return `\\u${code.toString(16).padStart(4, '0')}`
-  })
+  const body = s.replace(
+    /["\\\u0000-\u001f<>&\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
+    (c) => {
+      const known = GO_ESCAPES[c]
+      if (known) return known
+      const code = c.charCodeAt(0)
+      if (code >= 0xd800 && code <= 0xdfff) return '\ufffd'
+      return `\\u${code.toString(16).padStart(4, '0')}`
+    },
+  )
   return `"${body}"`
 }
 
@@ -102,7 +106,8 @@ export function encodeJson(v: unknown): string {
       if (Array.isArray(v)) return `[${v.map((x) => encodeJson(x ?? null)).join(',')}]`
       const parts: string[] = []
       // A Map keeps its own order; plain objects would put integer-like keys first in numeric order.
-      const entries = v instanceof Map ? [...(v as Map<string, unknown>).entries()] : Object.entries(v as Record<string, unknown>)
+      const entries =
+        v instanceof Map ? [...(v as Map<string, unknown>).entries()] : Object.entries(v as Record<string, unknown>)
       for (const [k, x] of entries) {
         if (x !== undefined) parts.push(`${goString(k)}:${encodeJson(x)}`)
       }

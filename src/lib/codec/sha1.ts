@@ -18,15 +18,29 @@ export function sha1Hex(data: string | Uint8Array): string {
   view.setUint32(buf.length - 8, Math.floor(bits / 2 ** 32))
   view.setUint32(buf.length - 4, bits >>> 0)
 
-  let h0 = 0x67452301, h1 = 0xefcdab89, h2 = 0x98badcfe, h3 = 0x10325476, h4 = 0xc3d2e1f0
+  let h0 = 0x67452301,
+    h1 = 0xefcdab89,
+    h2 = 0x98badcfe,
+    h3 = 0x10325476,
+    h4 = 0xc3d2e1f0
   const w = new Int32Array(80)
   for (let off = 0; off < buf.length; off += 64) {
     for (let i = 0; i < 16; i++) w[i] = view.getInt32(off + i * 4)
     for (let i = 16; i < 80; i++) w[i] = rotl(w[i - 3]! ^ w[i - 8]! ^ w[i - 14]! ^ w[i - 16]!, 1)
-    let a = h0, b = h1, c = h2, d = h3, e = h4
+    let a = h0,
+      b = h1,
+      c = h2,
+      d = h3,
+      e = h4
     for (let i = 0; i < 80; i++) {
       const [f, k] =
-        i < 20 ? [(b & c) | (~b & d), 0x5a827999] : i < 40 ? [b ^ c ^ d, 0x6ed9eba1] : i < 60 ? [(b & c) | (b & d) | (c & d), 0x8f1bbcdc] : [b ^ c ^ d, 0xca62c1d6]
+        i < 20
+          ? [(b & c) | (~b & d), 0x5a827999]
+          : i < 40
+            ? [b ^ c ^ d, 0x6ed9eba1]
+            : i < 60
+              ? [(b & c) | (b & d) | (c & d), 0x8f1bbcdc]
+              : [b ^ c ^ d, 0xca62c1d6]
       const t = (rotl(a, 5) + f + e + k + w[i]!) | 0
       e = d
       d = c

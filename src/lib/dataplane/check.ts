@@ -4,7 +4,21 @@ import {formatIp, parseIp, type Ip} from '../net/cidr.js'
 import {PodCheckError, type PodMismatch} from './errors.js'
 import {checkRequest, POD_GATEWAY_V4, type WireRequest} from './layout.js'
 import {openNetns} from './netns.js'
-import {AF_INET, AF_INET6, afOf, findLink, formatMac, hostSocket, ipBytes, nl, routesTo, RT_TABLE_MAIN, socketIn, type Link, type Rtnl} from './rtnl.js'
+import {
+  AF_INET,
+  AF_INET6,
+  afOf,
+  findLink,
+  formatMac,
+  hostSocket,
+  ipBytes,
+  nl,
+  routesTo,
+  RT_TABLE_MAIN,
+  socketIn,
+  type Link,
+  type Rtnl,
+} from './rtnl.js'
 
 const fail = (mismatch: PodMismatch, message: string): never => {
   throw new PodCheckError(mismatch, message)
@@ -25,16 +39,21 @@ export async function checkPod(req: WireRequest): Promise<void> {
     const podLink = await findLink(pod, r.ifName)
     if (!podLink) return fail('pod-link-missing', `interface ${r.ifName} not found in netns ${r.netns}`)
     checkLink(podLink, r.ifName, 'pod')
-    if (r.mtu > 0 && podLink.mtu !== r.mtu) fail('pod-link-mtu', `interface ${r.ifName} has MTU ${podLink.mtu}, expected ${r.mtu}`)
+    if (r.mtu > 0 && podLink.mtu !== r.mtu)
+      fail('pod-link-mtu', `interface ${r.ifName} has MTU ${podLink.mtu}, expected ${r.mtu}`)
     if (r.podMac && !podLink.address?.equals(r.podMac)) {
-      fail('pod-link-mac', `interface ${r.ifName} has MAC ${formatMac(podLink.address)}, expected ${formatMac(r.podMac)}`)
+      fail(
+        'pod-link-mac',
+        `interface ${r.ifName} has MAC ${formatMac(podLink.address)}, expected ${formatMac(r.podMac)}`,
+      )
     }
     const podIndex = podLink.index
     for (const ip of [r.v4, r.v6]) if (ip) await checkAddress(pod, podIndex, r.ifName, ip)
     if (r.v4) {
       const gw = ipBytes(parseIp(POD_GATEWAY_V4))
       const onLink = await routesTo(pod, 4, gw, 32)
-      if (!onLink.some((x) => x.oif === podIndex)) fail('pod-route-missing', `route ${POD_GATEWAY_V4}/32 dev ${r.ifName} missing in the pod`)
+      if (!onLink.some((x) => x.oif === podIndex))
+        fail('pod-route-missing', `route ${POD_GATEWAY_V4}/32 dev ${r.ifName} missing in the pod`)
       const defaults = await defaultRoutes(pod, AF_INET)
       if (!defaults.some((x) => x.oif === podIndex && x.gateway?.equals(gw))) {
         fail('pod-route-missing', `default route via ${POD_GATEWAY_V4} dev ${r.ifName} missing in the pod`)
@@ -74,7 +93,8 @@ async function checkAddress(pod: Rtnl, index: number, ifName: string, ip: Ip): P
   const prefix = ip.family === 4 ? 32 : 128
   const addrs = await nl('failed to list pod addresses', pod.addresses(afOf(ip.family)))
   const ok = addrs.some((a) => a.index === index && a.prefixlen === prefix && (a.local ?? a.address)?.equals(bytes))
-  if (!ok) fail('pod-address-missing', `address ${formatIp(ip.family, ip.value)}/${prefix} missing on ${ifName} in the pod`)
+  if (!ok)
+    fail('pod-address-missing', `address ${formatIp(ip.family, ip.value)}/${prefix} missing on ${ifName} in the pod`)
 }
 
 async function defaultRoutes(sock: Rtnl, af: number) {

@@ -27,7 +27,12 @@ export class InterfaceExistsError extends ConflictError {
     readonly where: 'pod' | 'host',
     message?: string,
   ) {
-    super(message ?? (where === 'pod' ? `interface "${ifName}" already exists in the container network namespace` : `interface "${ifName}" already exists on the host`))
+    super(
+      message ??
+        (where === 'pod'
+          ? `interface "${ifName}" already exists in the container network namespace`
+          : `interface "${ifName}" already exists on the host`),
+    )
   }
 }
 

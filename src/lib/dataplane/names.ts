@@ -23,7 +23,12 @@ export interface HostVethNameArgs {
  * SHA-1(container ID). Upstream takes the first 11 characters of the container ID there, so two IDs sharing them
  * (cnitool's `cnitool-<hex>` differ after 8) got one name and the second ADD deleted the first pod's veth.
  */
-export function hostVethName({namespace, pod, containerId, prefix = DEFAULT_INTERFACE_PREFIX}: HostVethNameArgs): string {
+export function hostVethName({
+  namespace,
+  pod,
+  containerId,
+  prefix = DEFAULT_INTERFACE_PREFIX,
+}: HostVethNameArgs): string {
   // As upstream: the suffix is cut to 11 characters, the prefix is not, so a prefix longer than 4 characters gives
   // a name the kernel refuses; wirePod reports that as InvalidInterfaceNameError rather than silently cutting it.
   if (namespace && pod) return prefix + sha1Hex(`${namespace}.${pod}`).slice(0, 11)
@@ -62,7 +67,8 @@ export function validIfName(name: string): boolean {
 export function ifNameProblem(name: string): string | undefined {
   if (name.length === 0) return 'interface name is empty'
   // The kernel counts bytes, not characters.
-  if (Buffer.byteLength(name) > MAX_IFNAME_LENGTH) return `interface name "${name}" is longer than ${MAX_IFNAME_LENGTH} characters`
+  if (Buffer.byteLength(name) > MAX_IFNAME_LENGTH)
+    return `interface name "${name}" is longer than ${MAX_IFNAME_LENGTH} characters`
   if (name === '.' || name === '..') return `interface name "${name}" is not allowed`
   if (/[/:\s]/.test(name)) return `interface name "${name}" contains "/", ":" or whitespace`
   return undefined

@@ -87,7 +87,8 @@ function runIn<T>(targetFd: number, path: string, fn: () => T): T {
       setns(targetFd, CLONE_NEWNET)
     } catch (error) {
       // EINVAL: the fd is a namespace of another type (mnt, pid…).
-      if ((error as {errno?: number}).errno === 22) throw new NetnsNotFoundError(path, 'not a network namespace', {cause: error})
+      if ((error as {errno?: number}).errno === 22)
+        throw new NetnsNotFoundError(path, 'not a network namespace', {cause: error})
       throw new DataplaneError(`failed to enter netns ${path}: ${(error as Error).message}`, undefined, {cause: error})
     }
     let result: T
@@ -112,7 +113,9 @@ function restore(home: number, path: string): void {
     setns(home, CLONE_NEWNET)
   } catch (error) {
     // Cannot happen short of the host ns file vanishing; continuing would send host work into the pod, so stop.
-    process.stderr.write(`ipamctl: fatal: could not return from netns ${path} to the host netns: ${(error as Error).message}\n`)
+    process.stderr.write(
+      `ipamctl: fatal: could not return from netns ${path} to the host netns: ${(error as Error).message}\n`,
+    )
     process.abort()
   }
 }

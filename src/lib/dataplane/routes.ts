@@ -38,13 +38,24 @@ export async function addHostRoute(sock: Rtnl, ip: Ip, link: HostLink): Promise<
   if (existing.length > 0) return false
   try {
     await sock.request(RTM.NEWROUTE, NLM_F.CREATE | NLM_F.EXCL, [
-      rtmsg({family: afOf(ip.family), dstLen: prefixOf(ip), table: RT_TABLE_MAIN, protocol: RTPROT_BOOT, scope: RT_SCOPE.LINK, type: RTN_UNICAST}),
+      rtmsg({
+        family: afOf(ip.family),
+        dstLen: prefixOf(ip),
+        table: RT_TABLE_MAIN,
+        protocol: RTPROT_BOOT,
+        scope: RT_SCOPE.LINK,
+        type: RTN_UNICAST,
+      }),
       attr(RTA.DST, dst),
       u32Attr(RTA.OIF, link.index),
     ])
     return true
   } catch (error) {
-    if (!isErrno(error, 'EEXIST')) throw nlFailure(`failed to add route (Ifindex: ${link.index}, Dst: ${dstText(ip)}, Scope: ${RT_SCOPE_LINK}, Iface: ${link.name})`, error)
+    if (!isErrno(error, 'EEXIST'))
+      throw nlFailure(
+        `failed to add route (Ifindex: ${link.index}, Dst: ${dstText(ip)}, Scope: ${RT_SCOPE_LINK}, Iface: ${link.name})`,
+        error,
+      )
     // Raced with someone else adding it between the lookup and the add.
     const now = await routesTo(sock, ip.family, dst, prefixOf(ip))
     const other = now.find((r) => r.oif !== link.index)
@@ -59,16 +70,23 @@ export async function deleteHostRoute(sock: Rtnl, ip: Ip, ifIndex: number): Prom
   for (const r of await routesTo(sock, ip.family, dst, prefixOf(ip))) {
     if (r.oif !== ifIndex) continue
     try {
-      await sock.request(RTM.DELROUTE, 0, [rtmsg({family: afOf(ip.family), dstLen: prefixOf(ip), table: RT_TABLE_MAIN, scope: RT_SCOPE.NOWHERE}), attr(RTA.DST, dst), u32Attr(RTA.OIF, ifIndex)])
+      await sock.request(RTM.DELROUTE, 0, [
+        rtmsg({family: afOf(ip.family), dstLen: prefixOf(ip), table: RT_TABLE_MAIN, scope: RT_SCOPE.NOWHERE}),
+        attr(RTA.DST, dst),
+        u32Attr(RTA.OIF, ifIndex),
+      ])
     } catch (error) {
-      if (!isErrno(error, 'ESRCH', 'ENODEV')) throw nlFailure(`failed to delete route ${dstText(ip)} dev #${ifIndex}`, error)
+      if (!isErrno(error, 'ESRCH', 'ENODEV'))
+        throw nlFailure(`failed to delete route ${dstText(ip)} dev #${ifIndex}`, error)
     }
   }
 }
 
 async function conflict(sock: Rtnl, ip: Ip, link: HostLink, other: Route): Promise<RouteConflictError> {
   const otherIndex = other.oif ?? 0
-  const otherName = otherIndex ? ((await findLink(sock, otherIndex).catch(() => undefined))?.ifname ?? 'unknown') : 'unknown'
+  const otherName = otherIndex
+    ? ((await findLink(sock, otherIndex).catch(() => undefined))?.ifname ?? 'unknown')
+    : 'unknown'
   const dst = dstText(ip)
   return new RouteConflictError(
     `route (Ifindex: ${link.index}, Dst: ${dst}, Scope: ${RT_SCOPE_LINK}) already exists for an interface other than '${link.name}': ` +

@@ -76,12 +76,38 @@ export function ifinfomsg(m: {index?: number; flags?: number; change?: number} =
 }
 
 /** struct rtmsg (12 bytes). */
-export function rtmsg(m: {family: number; dstLen?: number; table?: number; protocol?: number; scope?: number; type?: number}): Buffer {
-  return Buffer.from([m.family, m.dstLen ?? 0, 0, 0, m.table ?? 0, m.protocol ?? 0, m.scope ?? 0, m.type ?? 0, 0, 0, 0, 0])
+export function rtmsg(m: {
+  family: number
+  dstLen?: number
+  table?: number
+  protocol?: number
+  scope?: number
+  type?: number
+}): Buffer {
+  return Buffer.from([
+    m.family,
+    m.dstLen ?? 0,
+    0,
+    0,
+    m.table ?? 0,
+    m.protocol ?? 0,
+    m.scope ?? 0,
+    m.type ?? 0,
+    0,
+    0,
+    0,
+    0,
+  ])
 }
 
 /** struct ifaddrmsg (8 bytes). */
-export function ifaddrmsg(m: {family: number; prefixlen?: number; flags?: number; scope?: number; index?: number}): Buffer {
+export function ifaddrmsg(m: {
+  family: number
+  prefixlen?: number
+  flags?: number
+  scope?: number
+  index?: number
+}): Buffer {
   const out = Buffer.from([m.family, m.prefixlen ?? 0, m.flags ?? 0, m.scope ?? 0, 0, 0, 0, 0])
   new DataView(out.buffer, out.byteOffset).setUint32(4, m.index ?? 0, LE)
   return out
@@ -112,7 +138,8 @@ export function parseAttrs(buf: Buffer, offset: number): Map<number, Buffer> {
   return out
 }
 
-const u32 = (b: Buffer | undefined): number | undefined => (b && b.length >= 4 ? new DataView(b.buffer, b.byteOffset).getUint32(0, LE) : undefined)
+const u32 = (b: Buffer | undefined): number | undefined =>
+  b && b.length >= 4 ? new DataView(b.buffer, b.byteOffset).getUint32(0, LE) : undefined
 const cstr = (b: Buffer | undefined): string | undefined => {
   if (!b) return undefined
   const nul = b.indexOf(0)
@@ -139,7 +166,14 @@ export function decodeLink(buf: Buffer): Link {
   const v = need(buf, 16, 'link')
   const a = parseAttrs(buf, 16)
   const alias = cstr(a.get(IFLA.IFALIAS))
-  return {index: v.getInt32(4, LE), up: (v.getUint32(8, LE) & IFF_UP) !== 0, ifname: cstr(a.get(IFLA.IFNAME)), address: copy(a.get(IFLA.ADDRESS)), mtu: u32(a.get(IFLA.MTU)), ...(alias ? {alias} : {})}
+  return {
+    index: v.getInt32(4, LE),
+    up: (v.getUint32(8, LE) & IFF_UP) !== 0,
+    ifname: cstr(a.get(IFLA.IFNAME)),
+    address: copy(a.get(IFLA.ADDRESS)),
+    mtu: u32(a.get(IFLA.MTU)),
+    ...(alias ? {alias} : {}),
+  }
 }
 
 export interface Route {
@@ -156,7 +190,15 @@ export interface Route {
 export function decodeRoute(buf: Buffer): Route {
   need(buf, 12, 'route')
   const a = parseAttrs(buf, 12)
-  return {family: buf[0]!, dstLen: buf[1]!, table: u32(a.get(RTA.TABLE)) ?? buf[4]!, scope: buf[6]!, dst: copy(a.get(RTA.DST)), oif: u32(a.get(RTA.OIF)), gateway: copy(a.get(RTA.GATEWAY))}
+  return {
+    family: buf[0]!,
+    dstLen: buf[1]!,
+    table: u32(a.get(RTA.TABLE)) ?? buf[4]!,
+    scope: buf[6]!,
+    dst: copy(a.get(RTA.DST)),
+    oif: u32(a.get(RTA.OIF)),
+    gateway: copy(a.get(RTA.GATEWAY)),
+  }
 }
 
 export interface Address {
@@ -170,5 +212,11 @@ export interface Address {
 export function decodeAddress(buf: Buffer): Address {
   const v = need(buf, 8, 'address')
   const a = parseAttrs(buf, 8)
-  return {family: buf[0]!, prefixlen: buf[1]!, index: v.getUint32(4, LE), address: copy(a.get(IFA.ADDRESS)), local: copy(a.get(IFA.LOCAL))}
+  return {
+    family: buf[0]!,
+    prefixlen: buf[1]!,
+    index: v.getUint32(4, LE),
+    address: copy(a.get(IFA.ADDRESS)),
+    local: copy(a.get(IFA.LOCAL)),
+  }
 }

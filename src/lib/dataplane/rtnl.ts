@@ -126,11 +126,13 @@ export function podIp(text: string, family: Family): Ip {
 }
 
 export function parseMac(text: string): Buffer {
-  if (!/^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/.test(text)) throw new InvalidWireRequestError(`invalid MAC address "${text}"`)
+  if (!/^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/.test(text))
+    throw new InvalidWireRequestError(`invalid MAC address "${text}"`)
   return Buffer.from(text.split(':').map((h) => parseInt(h, 16)))
 }
 
-export const formatMac = (buf: Buffer | undefined): string => (buf ? [...buf].map((b) => b.toString(16).padStart(2, '0')).join(':') : '')
+export const formatMac = (buf: Buffer | undefined): string =>
+  buf ? [...buf].map((b) => b.toString(16).padStart(2, '0')).join(':') : ''
 
 /** The link named `name` (RTM_GETLINK by IFLA_IFNAME: one round trip, no dump) or with that index; undefined if none. */
 export async function findLink(sock: Rtnl, by: string | number): Promise<Link | undefined> {
@@ -143,7 +145,10 @@ export async function findLink(sock: Rtnl, by: string | number): Promise<Link | 
 }
 
 export async function setUp(sock: Rtnl, index: number, name: string): Promise<void> {
-  await nl(`failed to set ${name} up`, sock.request(RTM.SETLINK, 0, [ifinfomsg({index, flags: IFF_UP, change: IFF_UP})]))
+  await nl(
+    `failed to set ${name} up`,
+    sock.request(RTM.SETLINK, 0, [ifinfomsg({index, flags: IFF_UP, change: IFF_UP})]),
+  )
 }
 
 export async function setMac(sock: Rtnl, index: number, mac: Buffer): Promise<void> {
@@ -152,7 +157,10 @@ export async function setMac(sock: Rtnl, index: number, mac: Buffer): Promise<vo
 
 /** Set the link's alias (IFLA_IFALIAS; the kernel ignores it in RTM_NEWLINK, so it is a separate request). */
 export async function setAlias(sock: Rtnl, index: number, name: string, alias: string): Promise<void> {
-  await nl(`failed to set the alias of ${name}`, sock.request(RTM.SETLINK, 0, [ifinfomsg({index}), strAttr(IFLA.IFALIAS, alias)]))
+  await nl(
+    `failed to set the alias of ${name}`,
+    sock.request(RTM.SETLINK, 0, [ifinfomsg({index}), strAttr(IFLA.IFALIAS, alias)]),
+  )
 }
 
 /** Delete a link by index; a link that is already gone is fine. */

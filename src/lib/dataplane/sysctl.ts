@@ -16,7 +16,9 @@ export function writeSysctl(key: SysctlKey, value: string): void {
     writeFileSync(pathOf(key), value)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    throw new DataplaneError(`failed to set ${sysctlName(key)}=${value}: ${code ?? (error as Error).message}`, code, {cause: error})
+    throw new DataplaneError(`failed to set ${sysctlName(key)}=${value}: ${code ?? (error as Error).message}`, code, {
+      cause: error,
+    })
   }
 }
 
@@ -25,7 +27,9 @@ export function readSysctl(key: SysctlKey): string {
     return readFileSync(pathOf(key), 'utf8').trim()
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    throw new DataplaneError(`failed to read ${sysctlName(key)}: ${code ?? (error as Error).message}`, code, {cause: error})
+    throw new DataplaneError(`failed to read ${sysctlName(key)}: ${code ?? (error as Error).message}`, code, {
+      cause: error,
+    })
   }
 }
 

@@ -4,7 +4,15 @@
 // netns.ts); nothing awaits while the thread is switched.
 import {formatIp, parseIp, type Ip} from '../net/cidr.js'
 import {DataplaneError, InterfaceExistsError, NetnsNotFoundError} from './errors.js'
-import {checkIfName, checkRequest, EXPECTED_HOST_LL_V6, HOST_VETH_MAC, POD_GATEWAY_V4, type CheckedRequest, type WireRequest} from './layout.js'
+import {
+  checkIfName,
+  checkRequest,
+  EXPECTED_HOST_LL_V6,
+  HOST_VETH_MAC,
+  POD_GATEWAY_V4,
+  type CheckedRequest,
+  type WireRequest,
+} from './layout.js'
 import {hostLinkMarker, isHostLinkMarker} from './names.js'
 import {openNetns, type NetnsHandle} from './netns.js'
 import {addHostRoute, deleteHostRoute, type HostLink} from './routes.js'
@@ -144,14 +152,20 @@ function ownerText(link: Link): string {
 function assertReplaceable(link: Link, req: Pick<WireRequest, 'hostIfName' | 'owner' | 'replaceOtherOwner'>): void {
   if (req.replaceOtherOwner) return
   if (req.owner !== undefined && link.alias === hostLinkMarker(req.owner)) return
-  throw new InterfaceExistsError(req.hostIfName, 'host', `interface "${req.hostIfName}" already exists on the host and belongs to ${ownerText(link)}; not replacing it`)
+  throw new InterfaceExistsError(
+    req.hostIfName,
+    'host',
+    `interface "${req.hostIfName}" already exists on the host and belongs to ${ownerText(link)}; not replacing it`,
+  )
 }
 
 /**
  * Fail early (before IPAM) when the host veth name is taken by a link this request may not replace (see
  * assertReplaceable). wirePod checks again: this is only so that such an ADD changes nothing in the datastore.
  */
-export async function checkHostLinkReplaceable(req: Pick<WireRequest, 'hostIfName' | 'owner' | 'replaceOtherOwner'>): Promise<void> {
+export async function checkHostLinkReplaceable(
+  req: Pick<WireRequest, 'hostIfName' | 'owner' | 'replaceOtherOwner'>,
+): Promise<void> {
   checkIfName(req.hostIfName, 'host interface name')
   const host = hostSocket()
   try {
@@ -280,7 +294,9 @@ export async function unwirePod(req: UnwireRequest): Promise<UnwireOutcome> {
   try {
     const link = await findLink(host, req.hostIfName)
     if (!link) return 'absent'
-    const ours = isHostLinkMarker(link.alias) ? req.owner !== undefined && link.alias === hostLinkMarker(req.owner) : req.claimUnmarked !== false
+    const ours = isHostLinkMarker(link.alias)
+      ? req.owner !== undefined && link.alias === hostLinkMarker(req.owner)
+      : req.claimUnmarked !== false
     if (!ours) return 'not-ours'
     const index = link.index
     // The kernel drops a link's routes with it; deleting them first only narrows the window in which they point
@@ -302,10 +318,25 @@ export async function unwirePod(req: UnwireRequest): Promise<UnwireOutcome> {
  */
 async function createVeth(host: Rtnl, pod: Rtnl, ns: NetnsHandle, r: CheckedRequest): Promise<void> {
   const mtu = r.mtu > 0 ? [u32Attr(IFLA.MTU, r.mtu)] : []
-  const peer = [ifinfomsg(), strAttr(IFLA.IFNAME, r.ifName), u32Attr(IFLA.NET_NS_FD, ns.fd), ...mtu, ...(r.podMac ? [attr(IFLA.ADDRESS, r.podMac)] : [])]
-  const linkinfo = nested(IFLA.LINKINFO, [strAttr(IFLA_INFO.KIND, 'veth'), nested(IFLA_INFO.DATA, [nested(VETH_INFO_PEER, peer)])])
+  const peer = [
+    ifinfomsg(),
+    strAttr(IFLA.IFNAME, r.ifName),
+    u32Attr(IFLA.NET_NS_FD, ns.fd),
+    ...mtu,
+    ...(r.podMac ? [attr(IFLA.ADDRESS, r.podMac)] : []),
+  ]
+  const linkinfo = nested(IFLA.LINKINFO, [
+    strAttr(IFLA_INFO.KIND, 'veth'),
+    nested(IFLA_INFO.DATA, [nested(VETH_INFO_PEER, peer)]),
+  ])
   try {
-    await host.request(RTM.NEWLINK, NLM_F.CREATE | NLM_F.EXCL, [ifinfomsg(), strAttr(IFLA.IFNAME, r.hostIfName), attr(IFLA.ADDRESS, parseMac(HOST_VETH_MAC)), ...mtu, linkinfo])
+    await host.request(RTM.NEWLINK, NLM_F.CREATE | NLM_F.EXCL, [
+      ifinfomsg(),
+      strAttr(IFLA.IFNAME, r.hostIfName),
+      attr(IFLA.ADDRESS, parseMac(HOST_VETH_MAC)),
+      ...mtu,
+      linkinfo,
+    ])
   } catch (error) {
     if (isErrno(error, 'EEXIST')) {
       // Someone created either name since we looked (a concurrent ADD for the same pod).
@@ -329,11 +360,14 @@ async function ensureHostMac(host: Rtnl, link: Link, warnings: string[]): Promis
   try {
     await setMac(host, link.index, parseMac(HOST_VETH_MAC))
   } catch (error) {
-    warnings.push(`could not set MAC ${HOST_VETH_MAC} on ${name}: ${nlFailure('setLink', error).message}; using ${formatMac(link.address)}`)
+    warnings.push(
+      `could not set MAC ${HOST_VETH_MAC} on ${name}: ${nlFailure('setLink', error).message}; using ${formatMac(link.address)}`,
+    )
     return link
   }
   const again = await mustFindLink(host, name, 'host')
-  if (formatMac(again.address) !== HOST_VETH_MAC) warnings.push(`MAC of ${name} did not stick; using ${formatMac(again.address)}`)
+  if (formatMac(again.address) !== HOST_VETH_MAC)
+    warnings.push(`MAC of ${name} did not stick; using ${formatMac(again.address)}`)
   return again
 }
 
@@ -389,19 +423,32 @@ function hostSysctls(r: CheckedRequest, warnings: string[]): void {
 /** `169.254.1.1 dev <if> scope link`, `default via 169.254.1.1 dev <if>`, and a permanent neighbour for it. */
 async function podRoutesV4(pod: Rtnl, index: number, ifName: string, hostMac: Buffer): Promise<void> {
   const gw = ipBytes(parseIp(POD_GATEWAY_V4))
-  await nl(`failed to add route ${POD_GATEWAY_V4}/32 dev ${ifName} in the pod`, newPodRoute(pod, AF_INET, 32, RT_SCOPE.LINK, [attr(RTA.DST, gw), u32Attr(RTA.OIF, index)]))
-  await nl(`failed to add default route via ${POD_GATEWAY_V4} dev ${ifName} in the pod`, newPodRoute(pod, AF_INET, 0, RT_SCOPE.UNIVERSE, [attr(RTA.GATEWAY, gw), u32Attr(RTA.OIF, index)]))
+  await nl(
+    `failed to add route ${POD_GATEWAY_V4}/32 dev ${ifName} in the pod`,
+    newPodRoute(pod, AF_INET, 32, RT_SCOPE.LINK, [attr(RTA.DST, gw), u32Attr(RTA.OIF, index)]),
+  )
+  await nl(
+    `failed to add default route via ${POD_GATEWAY_V4} dev ${ifName} in the pod`,
+    newPodRoute(pod, AF_INET, 0, RT_SCOPE.UNIVERSE, [attr(RTA.GATEWAY, gw), u32Attr(RTA.OIF, index)]),
+  )
   // Proxy ARP on the host only answers when the host forwards (ip_forward=1); a static entry makes host <-> pod
   // traffic work regardless, and saves the first ARP round trip.
   await nl(
     `failed to add neighbour ${POD_GATEWAY_V4} in the pod`,
-    pod.request(RTM.NEWNEIGH, NLM_F.CREATE | NLM_F.REPLACE, [ndmsg({family: AF_INET, ifindex: index, state: NUD_PERMANENT}), attr(NDA.DST, gw), attr(NDA.LLADDR, hostMac)]),
+    pod.request(RTM.NEWNEIGH, NLM_F.CREATE | NLM_F.REPLACE, [
+      ndmsg({family: AF_INET, ifindex: index, state: NUD_PERMANENT}),
+      attr(NDA.DST, gw),
+      attr(NDA.LLADDR, hostMac),
+    ]),
   )
 }
 
 /** A new main-table unicast route (proto boot, as upstream's netlink.RouteAdd leaves it); EEXIST if present. */
 const newPodRoute = (sock: Rtnl, family: number, dstLen: number, scope: number, attrs: Buffer[]): Promise<unknown> =>
-  sock.request(RTM.NEWROUTE, NLM_F.CREATE | NLM_F.EXCL, [rtmsg({family, dstLen, table: RT_TABLE_MAIN, protocol: RTPROT_BOOT, scope, type: RTN_UNICAST}), ...attrs])
+  sock.request(RTM.NEWROUTE, NLM_F.CREATE | NLM_F.EXCL, [
+    rtmsg({family, dstLen, table: RT_TABLE_MAIN, protocol: RTPROT_BOOT, scope, type: RTN_UNICAST}),
+    ...attrs,
+  ])
 
 /** The host veth's IPv6 link-local; it appears once both ends are up (carrier), so poll for it like upstream does. */
 async function hostLinkLocal(host: Rtnl, index: number, name: string, warnings: string[]): Promise<Buffer> {
@@ -414,15 +461,21 @@ async function hostLinkLocal(host: Rtnl, index: number, name: string, warnings: 
   }
   if (!found) {
     const waited = LL_POLL_DELAYS_MS.reduce((a, b) => a + b, 0)
-    throw new DataplaneError(`host interface ${name} has no IPv6 link-local address after ${waited} ms (is IPv6 disabled on the host?)`)
+    throw new DataplaneError(
+      `host interface ${name} has no IPv6 link-local address after ${waited} ms (is IPv6 disabled on the host?)`,
+    )
   }
   const text = bytesToIp(found)
-  if (text !== EXPECTED_HOST_LL_V6) warnings.push(`${name} has link-local ${text}, not ${EXPECTED_HOST_LL_V6}; using it as the pod's IPv6 gateway`)
+  if (text !== EXPECTED_HOST_LL_V6)
+    warnings.push(`${name} has link-local ${text}, not ${EXPECTED_HOST_LL_V6}; using it as the pod's IPv6 gateway`)
   return found
 }
 
 async function podDefaultRouteV6(pod: Rtnl, index: number, ifName: string, gateway: Buffer): Promise<void> {
-  await nl(`failed to add default route via ${bytesToIp(gateway)} dev ${ifName} in the pod`, newPodRoute(pod, AF_INET6, 0, RT_SCOPE.UNIVERSE, [attr(RTA.GATEWAY, gateway), u32Attr(RTA.OIF, index)]))
+  await nl(
+    `failed to add default route via ${bytesToIp(gateway)} dev ${ifName} in the pod`,
+    newPodRoute(pod, AF_INET6, 0, RT_SCOPE.UNIVERSE, [attr(RTA.GATEWAY, gateway), u32Attr(RTA.OIF, index)]),
+  )
 }
 
 async function addPodAddress(pod: Rtnl, index: number, ifName: string, ip: Ip): Promise<void> {

@@ -10,7 +10,13 @@ import type {IpamConfig} from './records.js'
 export type AffinityRelease = 'released' | 'deleted-block' | 'stale' | 'absent'
 
 /** `cfg`: the IPAM config if the caller has read it already (one read for a whole pool or node). */
-export async function releaseBlockAffinity(ctx: Ctx, host: string, cidr: Cidr, opts: {requireEmpty: boolean}, known?: IpamConfig): Promise<AffinityRelease> {
+export async function releaseBlockAffinity(
+  ctx: Ctx,
+  host: string,
+  cidr: Cidr,
+  opts: {requireEmpty: boolean},
+  known?: IpamConfig,
+): Promise<AffinityRelease> {
   const cfg = known ?? (await loadConfig(ctx))
   const affKey = keys.affinity(host, cidr)
   return withRetry(ctx, async () => {

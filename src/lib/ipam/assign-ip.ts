@@ -44,14 +44,20 @@ function resolveTargets(ips: readonly string[], pools: readonly Pool[], use?: Al
     const pool = pools.find((p) => !p.spec.disabled && containsIp(p.cidr, ip))
     if (!pool) throw new ValidationError(`The provided IP address ${text} is not in a configured pool`)
     if (use && !pool.spec.allowedUses.includes(use)) {
-      throw new ValidationError(`IP address ${text} is in IP pool "${pool.name}", which is not allowed for use "${use}" (allowedUses: [${pool.spec.allowedUses.join(' ')}])`)
+      throw new ValidationError(
+        `IP address ${text} is in IP pool "${pool.name}", which is not allowed for use "${use}" (allowedUses: [${pool.spec.allowedUses.join(' ')}])`,
+      )
     }
     const bs = pool.spec.blockSize
     return {ip, text, pool, block: {family: ip.family, base: maskIp(ip.family, ip.value, bs), prefix: bs}}
   })
 }
 
-export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<AssignIpArgs, 'ip'>): Promise<AssignedIp[]> {
+export async function assignIps(
+  ctx: Ctx,
+  ips: readonly string[],
+  rest: Omit<AssignIpArgs, 'ip'>,
+): Promise<AssignedIp[]> {
   if (ips.length === 0) throw new ValidationError('no IP address given')
   validateHostName(rest.host)
   validateHandleId(rest.handle)
@@ -87,7 +93,9 @@ export async function assignIps(ctx: Ctx, ips: readonly string[], rest: Omit<Ass
       }
       for (const t of group) {
         if (!takeOrdinal(block, ordinalOf(block, t.ip), attr)) {
-          throw new ConflictError(`IP address ${t.text} is already assigned (Address already assigned in block ${formatCidr(cidr)})`)
+          throw new ConflictError(
+            `IP address ${t.text} is already assigned (Address already assigned in block ${formatCidr(cidr)})`,
+          )
         }
         out.push({address: t.text, family: t.ip.family, cidr: `${t.text}/${cidr.prefix}`, block: formatCidr(cidr)})
       }

@@ -6,7 +6,16 @@ import {checkpoint, type Committed, interrupted, NOTHING_COMMITTED} from '../int
 import {type Cidr, containsCidr, type Family, formatCidr, formatIp, subnetCount, subnetIndex} from '../net/cidr.js'
 import {keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
 import {type KeyValue, readMany} from '../store/store.js'
-import {type Attribute, type Block, decodeBlock, encodeBlock, garbageCollect, isEmpty, newBlock, takeOrdinals} from './block.js'
+import {
+  type Attribute,
+  type Block,
+  decodeBlock,
+  encodeBlock,
+  garbageCollect,
+  isEmpty,
+  newBlock,
+  takeOrdinals,
+} from './block.js'
 import {blockWalk, startIndex, walkOrder} from './blockgen.js'
 import {blockFrom, configFrom, type Ctx, MAX_RETRIES_MESSAGE, poolsFrom, withRetry, WriteBatch} from './context.js'
 import {deselectedBlocks, releaseIfEmpty} from './consistent-affinity.js'
@@ -96,7 +105,9 @@ export const RESERVED_ATTRIBUTE_KEYS: readonly string[] = ['node', 'timestamp', 
 export function refuseReservedAttributes(attrs: Readonly<Record<string, string>>): void {
   for (const k of Object.keys(attrs)) {
     if (RESERVED_ATTRIBUTE_KEYS.includes(k)) {
-      throw new ValidationError(`attribute key ${JSON.stringify(k)} is reserved (${RESERVED_ATTRIBUTE_KEYS.join(', ')} are set by ipamctl itself); choose another key`)
+      throw new ValidationError(
+        `attribute key ${JSON.stringify(k)} is reserved (${RESERVED_ATTRIBUTE_KEYS.join(', ')} are set by ipamctl itself); choose another key`,
+      )
     }
   }
 }
@@ -110,7 +121,9 @@ export function refuseReservedAttributes(attrs: Readonly<Record<string, string>>
 export function validateOwnerAttributes(host: string, attrs: Readonly<Record<string, string>> | undefined): void {
   const node = attrs?.node
   if (node !== undefined && node !== host) {
-    throw new ValidationError(`attribute node=${JSON.stringify(node)} does not match the host ${JSON.stringify(host)} the address is assigned to`)
+    throw new ValidationError(
+      `attribute node=${JSON.stringify(node)} does not match the host ${JSON.stringify(host)} the address is assigned to`,
+    )
   }
 }
 
@@ -119,11 +132,18 @@ export function ownerAttribute(host: string, handle?: string, attrs?: Record<str
 }
 
 /** The request checks autoAssign makes before touching the datastore (shared with batch-assign.ts). */
-export function validateRequest(args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'host' | 'handle' | 'attrs' | 'namespaceLabels'>): void {
-  for (const [n, what] of [[args.num4, 'IPv4'], [args.num6, 'IPv6']] as const) {
-    if (!Number.isInteger(n) || n < 0 || n > 65536) throw new ValidationError(`the number of ${what} addresses must be an integer from 0 to 65536`)
+export function validateRequest(
+  args: Pick<AutoAssignArgs, 'num4' | 'num6' | 'host' | 'handle' | 'attrs' | 'namespaceLabels'>,
+): void {
+  for (const [n, what] of [
+    [args.num4, 'IPv4'],
+    [args.num6, 'IPv6'],
+  ] as const) {
+    if (!Number.isInteger(n) || n < 0 || n > 65536)
+      throw new ValidationError(`the number of ${what} addresses must be an integer from 0 to 65536`)
   }
-  if (args.num4 + args.num6 === 0) throw new ValidationError('nothing to assign: ask for at least one IPv4 or IPv6 address')
+  if (args.num4 + args.num6 === 0)
+    throw new ValidationError('nothing to assign: ask for at least one IPv4 or IPv6 address')
   validateHostName(args.host)
   validateHandleId(args.handle)
   validateOwnerAttributes(args.host, args.attrs)
@@ -152,8 +172,12 @@ export async function autoAssign(ctx: Ctx, args: AutoAssignArgs): Promise<{v4: F
 function assignedSoFar(args: AutoAssignArgs, ips: readonly AssignedIp[]): Committed {
   if (ips.length === 0) return NOTHING_COMMITTED
   const what = `assigned ${ips.length} of ${args.num4 + args.num6} addresses to host ${args.host}`
-  if (args.handle !== undefined) return {done: `${what} under handle ${args.handle}`, undo: `ipamctl ipam release --handle ${args.handle} --yes`}
-  return {done: `${what} (no handle)`, undo: `ipamctl ipam release ${ips.map((i) => `--ip ${i.address}`).join(' ')} --yes`}
+  if (args.handle !== undefined)
+    return {done: `${what} under handle ${args.handle}`, undo: `ipamctl ipam release --handle ${args.handle} --yes`}
+  return {
+    done: `${what} (no handle)`,
+    undo: `ipamctl ipam release ${ips.map((i) => `--ip ${i.address}`).join(' ')} --yes`,
+  }
 }
 
 /** The requested pools of one family; asking for addresses of a family none of them has is an error. */
@@ -165,7 +189,9 @@ function poolsOfFamily(pools: readonly Pool[], refs: readonly string[], family: 
   })
   if (mine.length === 0) {
     const [want, got] = family === 4 ? ['IPv4', 'IPv6'] : ['IPv6', 'IPv4']
-    throw new ValidationError(`IPv${family} addresses were requested but the given pools (${refs.join(', ')}) are all ${got}: add an ${want} pool or drop the ${want} count`)
+    throw new ValidationError(
+      `IPv${family} addresses were requested but the given pools (${refs.join(', ')}) are all ${got}: add an ${want} pool or drop the ${want} count`,
+    )
   }
   return mine
 }
@@ -226,7 +252,13 @@ export interface FamilySetup {
 }
 
 /** `handles`: more handles to read in the same request (a batch's other requests). */
-export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family, requested?: string[], handles: readonly (string | undefined)[] = []): Promise<FamilySetup> {
+export async function familySetup(
+  ctx: Ctx,
+  args: AutoAssignArgs,
+  family: Family,
+  requested?: string[],
+  handles: readonly (string | undefined)[] = [],
+): Promise<FamilySetup> {
   const use = args.use ?? 'Workload'
   validateHostName(args.host)
   // One request for everything the allocation depends on (one revision on etcd), including the handle it
@@ -236,7 +268,11 @@ export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family
   const handleKeys = [...new Set([args.handle, ...handles])].flatMap((h) => (h === undefined ? [] : [keys.handle(h)]))
   const read = await readMany(ctx.store, {
     gets: [keys.ipamConfig(), keys.node(args.host), ...handleKeys, ...guessed],
-    lists: [keys.resourcePrefix('ippools'), keys.hostAffinityPrefix(args.host, family), keys.resourcePrefix('ipreservations')],
+    lists: [
+      keys.resourcePrefix('ippools'),
+      keys.hostAffinityPrefix(args.host, family),
+      keys.resourcePrefix('ipreservations'),
+    ],
   })
   const [cfgKv, nodeKv, ...extra] = read.gets
   const [poolKvs, affinityKvs, reservationKvs] = read.lists as [KeyValue[], KeyValue[], KeyValue[]]
@@ -244,7 +280,15 @@ export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family
   const node = nodeKv && decodeNode(nodeKv.value)
   const allPools = poolsFrom(poolKvs)
   if (args.pools?.length) requested = [...(requested ?? []), ...poolsOfFamily(allPools, args.pools, family)]
-  const pools = selectPools({pools: allPools, family, requested, nodeLabels: node?.labels ?? {}, namespaceLabels: args.namespaceLabels, host: args.host, use})
+  const pools = selectPools({
+    pools: allPools,
+    family,
+    requested,
+    nodeLabels: node?.labels ?? {},
+    namespaceLabels: args.namespaceLabels,
+    host: args.host,
+    use,
+  })
   const reserved = reservedMatcher(reservationKvs.map((kv) => decodeReservation(kv.value)))
   const ahead = new Map<string, KeyValue | undefined>()
   for (const [i, key] of [...handleKeys, ...guessed].entries()) ahead.set(key, extra[i])
@@ -253,10 +297,21 @@ export async function familySetup(ctx: Ctx, args: AutoAssignArgs, family: Family
   const affinityKeys = affinityKvs.map((kv) => kv.key)
   const deselected = node ? deselectedBlocks(affinityKeys, pools, allPools, node.labels) : []
   const affinityRevision = newest(affinityKvs)
-  return {cfg, nodeExists: node !== undefined, pools, affinityKeys, reserved, ahead, affinityPrefix, deselected, affinityRevision}
+  return {
+    cfg,
+    nodeExists: node !== undefined,
+    pools,
+    affinityKeys,
+    reserved,
+    ahead,
+    affinityPrefix,
+    deselected,
+    affinityRevision,
+  }
 }
 
-const newest = (kvs: readonly KeyValue[]): bigint => kvs.reduce((m, kv) => (kv.modRevision > m ? kv.modRevision : m), 0n)
+const newest = (kvs: readonly KeyValue[]): bigint =>
+  kvs.reduce((m, kv) => (kv.modRevision > m ? kv.modRevision : m), 0n)
 
 /** This host's affinities inside the allowed pools, in key order (as upstream tries them). */
 export function affineIn(affinityKeys: readonly string[], pools: readonly Pool[]): Affine[] {
@@ -268,7 +323,14 @@ export function affineIn(affinityKeys: readonly string[], pools: readonly Pool[]
   return out
 }
 
-async function assignFamily(ctx: Ctx, args: AutoAssignArgs, family: Family, result: FamilyResult, requested: string[] | undefined, progress: () => Committed): Promise<FamilyResult> {
+async function assignFamily(
+  ctx: Ctx,
+  args: AutoAssignArgs,
+  family: Family,
+  result: FamilyResult,
+  requested: string[] | undefined,
+  progress: () => Committed,
+): Promise<FamilyResult> {
   if (result.requested === 0) return result
   const now = ctx.clock.now()
   const setup = await familySetup(ctx, args, family, requested)
@@ -324,7 +386,10 @@ class FamilyJob {
     }
     const kvs = await this.ctx.store.list(keys.hostAffinityPrefix(this.args.host, this.family))
     this.affinityRevision = newest(kvs)
-    return affineIn(kvs.map((kv) => kv.key), this.pools)
+    return affineIn(
+      kvs.map((kv) => kv.key),
+      this.pools,
+    )
   }
 
   async run(affinityKeys: string[], affinityRevision: bigint): Promise<void> {
@@ -363,7 +428,9 @@ class FamilyJob {
       this.owned = affine.length
     }
     if (blockLimit) {
-      this.result.messages.push(`Need to allocate an IPAM block but could not - limit of ${cap} blocks reached for this node`)
+      this.result.messages.push(
+        `Need to allocate an IPAM block but could not - limit of ${cap} blocks reached for this node`,
+      )
       return
     }
     if (this.remaining === 0) return
@@ -446,7 +513,8 @@ class FamilyJob {
     const existing = new Set(await this.ctx.store.listKeys(keys.blockPrefix(this.family)))
     for (const pool of this.pools) {
       for (const cidr of blockWalk(pool.cidr, pool.spec.blockSize, this.args.host)) {
-        if (!existing.has(keys.block(cidr)) && !this.reserved.blockWhollyReserved(cidr)) return this.claim(cidr, undefined)
+        if (!existing.has(keys.block(cidr)) && !this.reserved.blockWhollyReserved(cidr))
+          return this.claim(cidr, undefined)
       }
     }
     return this.reclaimEmptyBlock()
@@ -507,7 +575,11 @@ class FamilyJob {
     const blockKeys = await this.ctx.store.listKeys(keys.blockPrefix(this.family))
     const exhausted: string[] = []
     for (const pool of this.pools) {
-      for (const key of inWalkOrder(blockKeys.map((k) => ({key: k})), pool, this.args.host)) {
+      for (const key of inWalkOrder(
+        blockKeys.map((k) => ({key: k})),
+        pool,
+        this.args.host,
+      )) {
         if (this.remaining === 0) break
         const cidr = parseBlockKey(key.key)!
         if (this.reserved.blockWhollyReserved(cidr)) continue
@@ -536,7 +608,8 @@ function inWalkOrder<T extends {key: string}>(items: readonly T[], pool: Pool, h
   const byIndex = new Map<bigint, T>()
   for (const it of items) {
     const c = parseBlockKey(it.key)
-    if (c && c.prefix === pool.spec.blockSize && containsCidr(pool.cidr, c)) byIndex.set(subnetIndex(pool.cidr, pool.spec.blockSize, c), it)
+    if (c && c.prefix === pool.spec.blockSize && containsCidr(pool.cidr, c))
+      byIndex.set(subnetIndex(pool.cidr, pool.spec.blockSize, c), it)
   }
   if (BigInt(byIndex.size) * 4n < n) {
     const idx = [...byIndex.keys()].sort((a, b) => {

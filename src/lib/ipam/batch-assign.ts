@@ -7,7 +7,18 @@
 import type {Cidr, Family} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import type {KeyValue} from '../store/store.js'
-import {type Affine, affineIn, assignedIps, type AutoAssignArgs, autoAssign, type FamilyResult, familySetup, type FamilySetup, ownerAttribute, validateRequest} from './autoassign.js'
+import {
+  type Affine,
+  affineIn,
+  assignedIps,
+  type AutoAssignArgs,
+  autoAssign,
+  type FamilyResult,
+  familySetup,
+  type FamilySetup,
+  ownerAttribute,
+  validateRequest,
+} from './autoassign.js'
 import {takeOrdinals} from './block.js'
 import {blockFrom, type Ctx, loadBlock, withRetry, WriteBatch} from './context.js'
 import {releaseIfEmpty} from './consistent-affinity.js'
@@ -44,11 +55,26 @@ const remaining = (it: Item, f: Family): number => it.result[f].requested - it.r
 /** Requests that may share a batch for family `f`: same host and the same pool selection inputs. */
 function groupKey(a: AutoAssignArgs, f: Family): string {
   const labels = Object.entries(a.namespaceLabels ?? {}).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
-  return JSON.stringify([a.host, f === 4 ? a.pools4 ?? [] : a.pools6 ?? [], a.pools ?? [], a.maxBlocksPerHost ?? 0, a.use ?? 'Workload', labels])
+  return JSON.stringify([
+    a.host,
+    f === 4 ? (a.pools4 ?? []) : (a.pools6 ?? []),
+    a.pools ?? [],
+    a.maxBlocksPerHost ?? 0,
+    a.use ?? 'Workload',
+    labels,
+  ])
 }
 
-export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArgs[], hooks: BatchHooks = {}): Promise<BatchOutcome[]> {
-  const items: Item[] = requests.map((args) => ({args, finished: new Set<Family>(), result: {4: {requested: args.num4, ips: [], messages: []}, 6: {requested: args.num6, ips: [], messages: []}}}))
+export async function autoAssignBatch(
+  ctx: Ctx,
+  requests: readonly AutoAssignArgs[],
+  hooks: BatchHooks = {},
+): Promise<BatchOutcome[]> {
+  const items: Item[] = requests.map((args) => ({
+    args,
+    finished: new Set<Family>(),
+    result: {4: {requested: args.num4, ips: [], messages: []}, 6: {requested: args.num6, ips: [], messages: []}},
+  }))
   for (const it of items) {
     try {
       validateRequest(it.args)
@@ -72,7 +98,11 @@ export async function autoAssignBatch(ctx: Ctx, requests: readonly AutoAssignArg
       const before = it.result[f].ips.length
       it.finished.add(f)
       try {
-        const r = await autoAssign(ctx, {...it.args, num4: f === 4 ? remaining(it, f) : 0, num6: f === 6 ? remaining(it, f) : 0})
+        const r = await autoAssign(ctx, {
+          ...it.args,
+          num4: f === 4 ? remaining(it, f) : 0,
+          num6: f === 6 ? remaining(it, f) : 0,
+        })
         it.result[f].ips.push(...r[f === 4 ? 'v4' : 'v6'].ips)
         it.result[f].messages.push(...r[f === 4 ? 'v4' : 'v6'].messages)
       } catch (err) {
@@ -116,7 +146,8 @@ async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks):
   }
   rememberBlocks(ctx.store, group[0]!.args.host, f, used)
   // As autoAssign: the Node record is created on first use, once something was allocated for it.
-  if (allocated && !setup.nodeExists) await ensureNode(ctx.store, group[0]!.args.host, ctx.clock.now(), {seenAbsent: true})
+  if (allocated && !setup.nodeExists)
+    await ensureNode(ctx.store, group[0]!.args.host, ctx.clock.now(), {seenAbsent: true})
 }
 
 /**
@@ -145,16 +176,20 @@ async function fillFromBlock(
     if (fromAhead) {
       affKv = ahead.get(a.key)
       loaded = blockFrom(ctx, ahead.get(blockKey), setup.cfg.ipCooldownSeconds)
-      for (const it of chunk) if (it.args.handle !== undefined) batch.knownHandle(it.args.handle, ahead.get(keys.handle(it.args.handle)))
+      for (const it of chunk)
+        if (it.args.handle !== undefined) batch.knownHandle(it.args.handle, ahead.get(keys.handle(it.args.handle)))
     } else {
       for (const it of chunk) batch.prefetchHandle(it.args.handle)
       ;[affKv, loaded] = await Promise.all([ctx.store.get(a.key), loadBlock(ctx, a.cidr, setup.cfg.ipCooldownSeconds)])
     }
     ahead.clear()
-    if (!affKv || !loaded || decodeAffinity(affKv.value) !== 'confirmed' || loaded.block.affinity !== `host:${host}`) return false
+    if (!affKv || !loaded || decodeAffinity(affKv.value) !== 'confirmed' || loaded.block.affinity !== `host:${host}`)
+      return false
     const block = loaded.block
     const skip = setup.reserved.skipFor(block.cidr)
-    const taken = chunk.map((it) => takeOrdinals(block, remaining(it, f), ownerAttribute(host, it.args.handle, it.args.attrs), skip))
+    const taken = chunk.map((it) =>
+      takeOrdinals(block, remaining(it, f), ownerAttribute(host, it.args.handle, it.args.attrs), skip),
+    )
     if (taken.every((t) => t.length === 0)) return false
     batch.putBlock(block, loaded.kv)
     chunk.forEach((it, i) => batch.countHandle(it.args.handle, block.cidr, taken[i]!.length))

@@ -20,7 +20,9 @@ export function cellStates(b: Block, reserved: ReservedMatcher): CellState[] {
     if (idx !== null) return isCoolingDown(b.attributes?.[idx]) ? 'cooldown' : 'allocated'
     // An allocated address inside a reservation (made before the reservation) is shown as allocated:
     // it is in use, and the reservation only stops it from being handed out again.
-    return reserved.any && reserved.isReserved({family: b.cidr.family, value: b.cidr.base + BigInt(o)}) ? 'reserved' : 'free'
+    return reserved.any && reserved.isReserved({family: b.cidr.family, value: b.cidr.base + BigInt(o)})
+      ? 'reserved'
+      : 'free'
   })
 }
 

@@ -56,7 +56,8 @@ export function cloneBlock(b: Block): Block {
 /** Handle IDs from very old data may carry a trailing `\r…`; upstream cuts it off. */
 export const sanitizeHandle = (h: string): string => h.split('\r')[0]!
 
-export const ownerHost = (b: Block): string | undefined => (b.affinity?.startsWith('host:') ? b.affinity.slice(5) : undefined)
+export const ownerHost = (b: Block): string | undefined =>
+  b.affinity?.startsWith('host:') ? b.affinity.slice(5) : undefined
 
 export function ordinalOf(b: Block, ip: Ip): number {
   if (ip.family !== b.cidr.family || maskIp(ip.family, ip.value, b.cidr.prefix) !== b.cidr.base) {
@@ -72,10 +73,10 @@ export const attributeOf = (b: Block, ordinal: number): Attribute | undefined =>
   return idx === null || idx === undefined ? undefined : b.attributes?.[idx]
 }
 
-export const isCoolingDown = (a: Attribute | undefined): boolean => a?.releasedAt !== undefined && a.handle_id === undefined
+export const isCoolingDown = (a: Attribute | undefined): boolean =>
+  a?.releasedAt !== undefined && a.handle_id === undefined
 
-export const allocatedOrdinals = (b: Block): number[] =>
-  b.allocations.flatMap((a, i) => (a === null ? [] : [i]))
+export const allocatedOrdinals = (b: Block): number[] => b.allocations.flatMap((a, i) => (a === null ? [] : [i]))
 
 export const WINDOWS_RESERVED_HANDLE = 'windows-reserved-ipam-handle'
 
@@ -95,7 +96,9 @@ function attributeIndex(b: Block, attr: Attribute): number {
   b.attributes ??= []
   const want = encodeAttribute(attr)
   // Comparing handles first keeps this cheap for blocks with one attribute per pod.
-  const found = b.attributes.findIndex((a) => a.handle_id === attr.handle_id && a.releasedAt === attr.releasedAt && encodeAttribute(a) === want)
+  const found = b.attributes.findIndex(
+    (a) => a.handle_id === attr.handle_id && a.releasedAt === attr.releasedAt && encodeAttribute(a) === want,
+  )
   if (found >= 0) return found
   b.attributes.push(attr)
   return b.attributes.length - 1
@@ -133,7 +136,13 @@ export function takeOrdinal(b: Block, o: number, attr: Attribute): boolean {
 }
 
 /** Point ordinals at a fresh `releasedAt` record, then collect what the cooldown allows. Mutates `b`. */
-export function markReleased(b: Block, ordinals: number[], now: Date, cooldownSeconds: number, opts: {recordSeq: boolean}): void {
+export function markReleased(
+  b: Block,
+  ordinals: number[],
+  now: Date,
+  cooldownSeconds: number,
+  opts: {recordSeq: boolean},
+): void {
   if (ordinals.length === 0) return
   b.attributes ??= []
   b.attributes.push({releasedAt: rfc3339(now)})
@@ -204,7 +213,9 @@ export function blockProblems(b: Block, now: Date): string[] {
   }
   const allocated = b.allocations.filter((a) => a !== null).length
   if (b.unallocated.length + allocated !== size) {
-    out.push(`expected ${size} addresses in this block, but Unallocated (${b.unallocated.length}) + Allocated (${allocated}) = ${b.unallocated.length + allocated}`)
+    out.push(
+      `expected ${size} addresses in this block, but Unallocated (${b.unallocated.length}) + Allocated (${allocated}) = ${b.unallocated.length + allocated}`,
+    )
   }
   return out
 }
@@ -213,7 +224,8 @@ function encodeAttribute(a: Attribute): string {
   return encodeJson({
     handle_id: a.handle_id,
     secondary: a.secondary && Object.keys(a.secondary).length ? goMap(a.secondary) : undefined,
-    alternateOwnerAttrs: a.alternateOwnerAttrs && Object.keys(a.alternateOwnerAttrs).length ? goMap(a.alternateOwnerAttrs) : undefined,
+    alternateOwnerAttrs:
+      a.alternateOwnerAttrs && Object.keys(a.alternateOwnerAttrs).length ? goMap(a.alternateOwnerAttrs) : undefined,
     releasedAt: a.releasedAt,
   })
 }
@@ -235,7 +247,8 @@ export function encodeBlock(b: Block): string {
 
 function strMap(v: JsonValue | undefined): Record<string, string> | undefined {
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'object' || Array.isArray(v)) throw new ValidationError('malformed block: attribute map is not an object')
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new ValidationError('malformed block: attribute map is not an object')
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)]))
 }
 
@@ -247,17 +260,24 @@ function strMap(v: JsonValue | undefined): Record<string, string> | undefined {
 function parseBlockJson(text: string): JsonValue {
   const prepared = text
     .replace(/"sequenceNumber"\s*:\s*(-?\d+)/, '"sequenceNumber":"$1"')
-    .replace(/"sequenceNumberForAllocation"\s*:\s*\{([^{}]*)\}/, (_m, inner: string) => `"sequenceNumberForAllocation":{${inner.replace(/:\s*(-?\d+)/g, ':"$1"')}}`)
+    .replace(
+      /"sequenceNumberForAllocation"\s*:\s*\{([^{}]*)\}/,
+      (_m, inner: string) => `"sequenceNumberForAllocation":{${inner.replace(/:\s*(-?\d+)/g, ':"$1"')}}`,
+    )
   return nativeParse(prepared)
 }
 
 export function decodeBlock(text: string): Block {
   const raw = parseBlockJson(text)
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ValidationError('malformed block: not a JSON object')
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    throw new ValidationError('malformed block: not a JSON object')
   const cidr = parseCidr(String(raw.cidr))
   const size = Number(cidrSize(cidr))
   const allocations = Array.isArray(raw.allocations) ? raw.allocations.map((a) => (a === null ? null : Number(a))) : []
-  if (allocations.length !== size) throw new ValidationError(`malformed block ${formatCidr(cidr)}: ${allocations.length} allocations for ${size} addresses`)
+  if (allocations.length !== size)
+    throw new ValidationError(
+      `malformed block ${formatCidr(cidr)}: ${allocations.length} allocations for ${size} addresses`,
+    )
   const legacyHost = typeof raw.hostAffinity === 'string' && raw.hostAffinity ? `host:${raw.hostAffinity}` : null
   const seqFor = new Map<string, bigint>()
   const sfa = raw.sequenceNumberForAllocation

@@ -10,7 +10,15 @@ import {type Cidr, containsIp, formatCidr, formatIp, type Ip, parseIp, tryParseI
 import {keys, parseAffinityKey} from '../store/keys.js'
 import {forEachKv, type KeyValue} from '../store/store.js'
 import {decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
-import {type Block, blockProblems, decodeBlock, isCoolingDown, ownerHost, sanitizeHandle, WINDOWS_RESERVED_HANDLE} from './block.js'
+import {
+  type Block,
+  blockProblems,
+  decodeBlock,
+  isCoolingDown,
+  ownerHost,
+  sanitizeHandle,
+  WINDOWS_RESERVED_HANDLE,
+} from './block.js'
 import {type Ctx, listPools} from './context.js'
 import {nodeTunnelAddresses} from './node.js'
 import {decodeAffinity} from './records.js'
@@ -124,7 +132,8 @@ async function readClusterInfo(ctx: Ctx): Promise<ClusterInfo> {
   }
 }
 
-const isWindowsReserved = (h: string | undefined): boolean => h !== undefined && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
+const isWindowsReserved = (h: string | undefined): boolean =>
+  h !== undefined && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
 
 /** Dotted quad of an IPv4 address held as a number: the per-allocation path stays off bigints. */
 const v4Text = (n: number): string => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`
@@ -164,7 +173,7 @@ function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip
     .filter((p) => p.family === 4)
     .map((p) => ({base: Number(p.base), mask: p.prefix === 0 ? 0 : (0xffffffff << (32 - p.prefix)) >>> 0}))
   return {
-    v4: (n) => v4.some((p) => ((n & p.mask) >>> 0) === p.base),
+    v4: (n) => v4.some((p) => (n & p.mask) >>> 0 === p.base),
     ip: (ip) => pools.some((p) => containsIp(p, ip)),
   }
 }
@@ -188,7 +197,10 @@ class EndpointOwners {
   readonly gone: GoneEndpoint[] = []
   private readonly inActivePool: ReturnType<typeof poolMembership>
 
-  constructor(active: readonly Cidr[], private readonly nodeNetnsExists?: CheckOptions['nodeNetnsExists']) {
+  constructor(
+    active: readonly Cidr[],
+    private readonly nodeNetnsExists?: CheckOptions['nodeNetnsExists'],
+  ) {
     this.inActivePool = poolMembership(active)
   }
 
@@ -258,7 +270,10 @@ class BlockScan {
     try {
       block = decodeBlock(kv.value)
     } catch (err) {
-      this.invalidBlocks.push({cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'), reasons: [(err as Error).message]})
+      this.invalidBlocks.push({
+        cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'),
+        reasons: [(err as Error).message],
+      })
       return
     }
     const cidr = formatCidr(block.cidr)
@@ -365,7 +380,9 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     if (!a.inUse) leaked.push(a)
     if (list) allocatedOwned.add(a.ip)
   }
-  const nodeAllocations = [...perNode].map(([node, count]) => ({node, count})).sort((x, y) => y.count - x.count || (x.node < y.node ? -1 : 1))
+  const nodeAllocations = [...perNode]
+    .map(([node, count]) => ({node, count}))
+    .sort((x, y) => y.count - x.count || (x.node < y.node ? -1 : 1))
 
   const multipleOwners: string[] = []
   const notInActivePool: InUseIssue[] = []
@@ -461,7 +478,8 @@ export {packageVersion}
 
 /** Empty strings and false are left out, as Go's omitempty does; `owners` is null when empty. Go's field order. */
 function reportEntry(a: CheckAllocation): ReportEntry {
-  const opt = <T>(k: string, v: T | undefined | '' | false) => (v === undefined || v === '' || v === false ? {} : {[k]: v})
+  const opt = <T>(k: string, v: T | undefined | '' | false) =>
+    v === undefined || v === '' || v === false ? {} : {[k]: v}
   return {
     ip: a.ip,
     ...opt('handle', a.handle),
@@ -491,7 +509,8 @@ export function buildReport(r: CheckResult): Report {
     clusterType: r.cluster.clusterType,
     allocations,
   }
-  if (r.leakedHandles.length > 0) report.leakedHandles = r.leakedHandles.map((h) => ({ID: h.id, UID: null, Revision: String(h.revision)}))
+  if (r.leakedHandles.length > 0)
+    report.leakedHandles = r.leakedHandles.map((h) => ({ID: h.id, UID: null, Revision: String(h.revision)}))
   return report
 }
 
@@ -520,7 +539,9 @@ export function openReport(file: string): ReportFile {
     // An existing file keeps its mode on open; tighten it before writing anything.
     fs.fchmodSync(fd, 0o600)
   } catch (err) {
-    throw new ValidationError(`cannot write the report to ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw new ValidationError(
+      `cannot write the report to ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    )
   }
   return {
     write(report) {
@@ -553,7 +574,9 @@ function refuseToOverwrite(file: string): void {
     const head = Buffer.alloc(256)
     const n = fs.readSync(fd, head, 0, head.length, 0)
     if (!REPORT_HEAD.test(head.subarray(0, n).toString('utf8'))) {
-      throw new ValidationError(`${file} exists and is not an ipam check report; refusing to overwrite it (remove it or choose another path)`)
+      throw new ValidationError(
+        `${file} exists and is not an ipam check report; refusing to overwrite it (remove it or choose another path)`,
+      )
     }
   } finally {
     fs.closeSync(fd)

@@ -24,7 +24,8 @@ type Raw = {[k: string]: JsonValue}
 
 function decodeRaw(kv: KeyValue): Raw {
   const raw = parseJson(kv.value)
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ValidationError('malformed ClusterInformation: not a JSON object')
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new ValidationError('malformed ClusterInformation: not a JSON object')
   return raw
 }
 

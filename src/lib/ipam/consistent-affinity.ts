@@ -20,15 +20,22 @@ export interface EmptiedBlock {
 }
 
 /** The enabled pool holding `cidr`, if any: a disabled or deleted pool's blocks are left to pool deletion. */
-const enabledPoolOf = (pools: readonly Pool[], cidr: Cidr): Pool | undefined => pools.find((p) => !p.spec.disabled && containsCidr(p.cidr, cidr))
+const enabledPoolOf = (pools: readonly Pool[], cidr: Cidr): Pool | undefined =>
+  pools.find((p) => !p.spec.disabled && containsCidr(p.cidr, cidr))
 
-const selects = (pool: Pool, labels: Readonly<Record<string, string>>): boolean => parseSelector(pool.spec.nodeSelector).matches(labels)
+const selects = (pool: Pool, labels: Readonly<Record<string, string>>): boolean =>
+  parseSelector(pool.spec.nodeSelector).matches(labels)
 
 /**
  * Of a host's affinity keys, the blocks outside the pools this allocation may use whose enabled pool does not
  * select the host. Blocks of pools left out only by use or by an explicit pool request are not among them.
  */
-export function deselectedBlocks(affinityKeys: readonly string[], allowed: readonly Pool[], allPools: readonly Pool[], labels: Readonly<Record<string, string>>): Cidr[] {
+export function deselectedBlocks(
+  affinityKeys: readonly string[],
+  allowed: readonly Pool[],
+  allPools: readonly Pool[],
+  labels: Readonly<Record<string, string>>,
+): Cidr[] {
   const out: Cidr[] = []
   for (const key of affinityKeys) {
     const a = parseAffinityKey(key)

@@ -132,7 +132,8 @@ export class WriteBatch {
    * value is still guarded by its revision, so reading early is never unsafe.
    */
   prefetchHandle(handle: string | undefined): this {
-    if (handle !== undefined && !this.handleReads.has(handle)) this.handleReads.set(handle, this.ctx.store.get(keys.handle(handle)))
+    if (handle !== undefined && !this.handleReads.has(handle))
+      this.handleReads.set(handle, this.ctx.store.get(keys.handle(handle)))
     return this
   }
 

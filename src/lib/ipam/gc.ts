@@ -58,13 +58,16 @@ export function parseDuration(text: string): number {
     ms += Number(m[1]) * UNITS[m[2]!]!
     pos = re.lastIndex
   }
-  if (t === '' || pos !== t.length) throw new ValidationError(`invalid duration ${JSON.stringify(text)}: use a Go duration such as 10m, 90s or 1h30m`)
+  if (t === '' || pos !== t.length)
+    throw new ValidationError(`invalid duration ${JSON.stringify(text)}: use a Go duration such as 10m, 90s or 1h30m`)
   return ms
 }
 
 /** Parse Go's `time.Time.String()` form (`2026-01-02 03:04:06.123456789 +0000 UTC`); undefined if it is not one. */
 export function parseGoTime(text: string): Date | undefined {
-  const m = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(\.\d+)? ([+-])(\d\d)(\d\d)(?: \S+)?(?: m=[+-][\d.]+)?$/.exec(text.trim())
+  const m = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(\.\d+)? ([+-])(\d\d)(\d\d)(?: \S+)?(?: m=[+-][\d.]+)?$/.exec(
+    text.trim(),
+  )
   if (!m) return undefined
   const frac = m[3] ? m[3].slice(0, 4) : ''
   const d = new Date(`${m[1]}T${m[2]}${frac}${m[4]}${m[5]}:${m[6]}`)
@@ -91,10 +94,21 @@ const candidate = (a: CheckAllocation): GcCandidate => ({
  * workload's go to `notWorkload`, never to `ips`. A workload allocation with a recorded network namespace
  * (`workloadNetns`) is released only by gc on its own node (`here`) once that namespace is gone.
  */
-export async function planGc(ctx: Ctx, opts: {graceMs: number; here?: NetnsJudge} & Pick<CheckOptions, 'nodeNetnsExists' | 'onProgress'>): Promise<GcPlan> {
+export async function planGc(
+  ctx: Ctx,
+  opts: {graceMs: number; here?: NetnsJudge} & Pick<CheckOptions, 'nodeNetnsExists' | 'onProgress'>,
+): Promise<GcPlan> {
   const r = await checkIpam(ctx, opts)
   const cutoff = ctx.clock.now().getTime() - opts.graceMs
-  const plan: GcPlan = {ips: [], tooYoung: [], notWorkload: [], netnsAlive: [], otherNode: [], handles: r.leakedHandles.map((h) => ({...h})), endpoints: r.goneEndpoints}
+  const plan: GcPlan = {
+    ips: [],
+    tooYoung: [],
+    notWorkload: [],
+    netnsAlive: [],
+    otherNode: [],
+    handles: r.leakedHandles.map((h) => ({...h})),
+    endpoints: r.goneEndpoints,
+  }
   for (const a of r.leaked) {
     if (!isWorkloadAllocation(a.attrs, a.handle)) {
       plan.notWorkload.push(candidate(a))
@@ -124,7 +138,11 @@ export async function planGc(ctx: Ctx, opts: {graceMs: number; here?: NetnsJudge
  * what changed meanwhile). Anything that changed since the scan is skipped, never forced. `rerun`: the command
  * that, run again, finishes an interrupted gc (it scans afresh).
  */
-export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'nodeNetnsExists'> & {rerun?: string} = {}): Promise<GcResult> {
+export async function runGc(
+  ctx: Ctx,
+  plan: GcPlan,
+  opts: Pick<CheckOptions, 'nodeNetnsExists'> & {rerun?: string} = {},
+): Promise<GcResult> {
   const out: GcResult = {released: [], skippedIps: [], deletedHandles: [], skippedHandles: [], deletedEndpoints: []}
   // An endpoint written since the scan (a re-ADD of the same container keeps handle and sequence number)
   // makes its address live again: look once more right before releasing.
@@ -172,5 +190,11 @@ export async function runGc(ctx: Ctx, plan: GcPlan, opts: Pick<CheckOptions, 'no
 /** What an interrupted gc has done; everything it does is a release of a leak, so the way on is to run it again. */
 function gcSoFar(r: GcResult, rerun = 'ipamctl ipam gc --yes'): Committed {
   const n = r.released.length + r.deletedHandles.length + r.deletedEndpoints.length
-  return {done: n === 0 ? '' : `released ${r.released.length} leaked addresses, deleted ${r.deletedHandles.length} leaked handles and ${r.deletedEndpoints.length} dead endpoint records`, finish: rerun}
+  return {
+    done:
+      n === 0
+        ? ''
+        : `released ${r.released.length} leaked addresses, deleted ${r.deletedHandles.length} leaked handles and ${r.deletedEndpoints.length} dead endpoint records`,
+    finish: rerun,
+  }
 }

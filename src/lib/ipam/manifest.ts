@@ -5,8 +5,17 @@ import {ValidationError} from '../errors.js'
 import type {PoolInput} from './pool.js'
 
 const SPEC_FIELDS = new Set([
-  'cidr', 'vxlanMode', 'ipipMode', 'natOutgoing', 'disabled', 'disableBGPExport', 'blockSize',
-  'nodeSelector', 'namespaceSelector', 'allowedUses', 'assignmentMode',
+  'cidr',
+  'vxlanMode',
+  'ipipMode',
+  'natOutgoing',
+  'disabled',
+  'disableBGPExport',
+  'blockSize',
+  'nodeSelector',
+  'namespaceSelector',
+  'allowedUses',
+  'assignmentMode',
 ])
 const METADATA_FIELDS = new Set(['name', 'labels', 'annotations', 'uid', 'creationTimestamp', 'resourceVersion'])
 
@@ -15,29 +24,52 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 
 function poolFrom(doc: unknown, where: string): PoolInput {
   if (!isObj(doc)) throw new ValidationError(`${where}: expected an IPPool object`)
-  if (doc.kind !== 'IPPool') throw new ValidationError(`${where}: kind must be IPPool (got ${JSON.stringify(doc.kind)})`)
+  if (doc.kind !== 'IPPool')
+    throw new ValidationError(`${where}: kind must be IPPool (got ${JSON.stringify(doc.kind)})`)
   if (doc.apiVersion !== undefined && doc.apiVersion !== 'projectcalico.org/v3') {
-    throw new ValidationError(`${where}: apiVersion must be projectcalico.org/v3 (got ${JSON.stringify(doc.apiVersion)})`)
+    throw new ValidationError(
+      `${where}: apiVersion must be projectcalico.org/v3 (got ${JSON.stringify(doc.apiVersion)})`,
+    )
   }
   const md = doc.metadata
   if (!isObj(md) || typeof md.name !== 'string') throw new ValidationError(`${where}: metadata.name is required`)
-  for (const k of Object.keys(md)) if (!METADATA_FIELDS.has(k)) throw new ValidationError(`${where}: unknown field metadata.${k}`)
+  for (const k of Object.keys(md))
+    if (!METADATA_FIELDS.has(k)) throw new ValidationError(`${where}: unknown field metadata.${k}`)
   const spec = doc.spec
   if (!isObj(spec)) throw new ValidationError(`${where}: spec is required`)
-  for (const k of Object.keys(spec)) if (!SPEC_FIELDS.has(k)) throw new ValidationError(`${where}: unknown field spec.${k}`)
+  for (const k of Object.keys(spec))
+    if (!SPEC_FIELDS.has(k)) throw new ValidationError(`${where}: unknown field spec.${k}`)
   if (typeof spec.cidr !== 'string') throw new ValidationError(`${where}: spec.cidr is required`)
-  const types: Record<string, string> = {natOutgoing: 'boolean', disabled: 'boolean', disableBGPExport: 'boolean', blockSize: 'number', nodeSelector: 'string', namespaceSelector: 'string', vxlanMode: 'string', ipipMode: 'string', assignmentMode: 'string'}
+  const types: Record<string, string> = {
+    natOutgoing: 'boolean',
+    disabled: 'boolean',
+    disableBGPExport: 'boolean',
+    blockSize: 'number',
+    nodeSelector: 'string',
+    namespaceSelector: 'string',
+    vxlanMode: 'string',
+    ipipMode: 'string',
+    assignmentMode: 'string',
+  }
   for (const [k, t] of Object.entries(types)) {
     if (spec[k] !== undefined && typeof spec[k] !== t) throw new ValidationError(`${where}: spec.${k} must be a ${t}`)
   }
-  if (spec.allowedUses !== undefined && !(Array.isArray(spec.allowedUses) && spec.allowedUses.every((u) => typeof u === 'string'))) {
+  if (
+    spec.allowedUses !== undefined &&
+    !(Array.isArray(spec.allowedUses) && spec.allowedUses.every((u) => typeof u === 'string'))
+  ) {
     throw new ValidationError(`${where}: spec.allowedUses must be a list of strings`)
   }
   const labels = md.labels
   if (labels !== undefined && !(isObj(labels) && Object.values(labels).every((v) => typeof v === 'string'))) {
     throw new ValidationError(`${where}: metadata.labels must map strings to strings`)
   }
-  return {...(spec as Partial<PoolInput>), cidr: spec.cidr, name: md.name, labels: labels as Record<string, string> | undefined}
+  return {
+    ...(spec as Partial<PoolInput>),
+    cidr: spec.cidr,
+    name: md.name,
+    labels: labels as Record<string, string> | undefined,
+  }
 }
 
 export function parsePoolManifest(text: string, source = 'manifest'): PoolInput[] {

@@ -34,7 +34,12 @@ function* liveAllocations(block: Block): Generator<{ip: string; ordinal: number;
     const a = block.attributes?.[idx]
     if (isCoolingDown(a)) continue
     const ip = formatIp(block.cidr.family, block.cidr.base + BigInt(o))
-    yield {ip, ordinal: o, node: a?.secondary?.node, handle: a?.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)}
+    yield {
+      ip,
+      ordinal: o,
+      node: a?.secondary?.node,
+      handle: a?.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id),
+    }
   }
 }
 
@@ -77,7 +82,8 @@ function assertKnown(host: string, s: Awaited<ReturnType<typeof scan>>, releaseA
   // Leftover addresses only count when this call would release them: otherwise a second plain remove
   // would "succeed" forever on a node whose record and affinities are already gone.
   const leftovers = releaseAddresses && (s.owned.length > 0 || s.endpoints.length > 0)
-  if (!s.record && !s.legacy && s.affs.length === 0 && !leftovers) throw new NotFoundError(`node ${host} not found: no node record, block affinities or addresses`)
+  if (!s.record && !s.legacy && s.affs.length === 0 && !leftovers)
+    throw new NotFoundError(`node ${host} not found: no node record, block affinities or addresses`)
 }
 
 /** Delete `key` if it still exists, re-reading on a race so a concurrent update is not lost silently. */
@@ -110,7 +116,11 @@ export interface NodeRemovalPlan {
   predicted: NodeRemoval
 }
 
-export async function planNodeRemoval(ctx: Ctx, host: string, opts: {releaseAddresses: boolean}): Promise<NodeRemovalPlan> {
+export async function planNodeRemoval(
+  ctx: Ctx,
+  host: string,
+  opts: {releaseAddresses: boolean},
+): Promise<NodeRemovalPlan> {
   validateHostName(host)
   const s = await scan(ctx, host)
   assertKnown(host, s, opts.releaseAddresses)
@@ -131,7 +141,9 @@ export async function planNodeRemoval(ctx: Ctx, host: string, opts: {releaseAddr
   }
   const released = new Set([...handles.flatMap((h) => h.ips), ...ips.map((o) => o.ip)])
   const now = ctx.clock.now()
-  const ownBlocks = new Map(s.blocks.filter((b) => ownerHost(b.block) === host).map((b) => [formatCidr(b.block.cidr), b.block]))
+  const ownBlocks = new Map(
+    s.blocks.filter((b) => ownerHost(b.block) === host).map((b) => [formatCidr(b.block.cidr), b.block]),
+  )
   const affinities = s.affs.flatMap((key): NodeRemovalPlan['affinities'] => {
     const a = parseAffinityKey(key)
     if (!a) return []
@@ -168,7 +180,13 @@ export async function planNodeRemoval(ctx: Ctx, host: string, opts: {releaseAddr
  * is idempotent, so one interrupted between steps (docs/interrupts.md) is finished by running it again.
  */
 export async function executeNodeRemoval(ctx: Ctx, plan: NodeRemovalPlan): Promise<NodeRemoval> {
-  const summary: NodeRemoval = {affinitiesReleased: 0, blocksDeleted: 0, blocksKeptNonAffine: 0, addressesReleased: 0, endpointsDeleted: 0}
+  const summary: NodeRemoval = {
+    affinitiesReleased: 0,
+    blocksDeleted: 0,
+    blocksKeptNonAffine: 0,
+    addressesReleased: 0,
+    endpointsDeleted: 0,
+  }
   const progress = (): Committed => ({
     done: removalSoFar(summary),
     finish: `ipamctl node remove ${plan.host}${plan.releaseAddresses ? ' --release-addresses' : ''} --yes`,
@@ -186,7 +204,12 @@ function removalSoFar(s: NodeRemoval): string {
   return `the node record is still there; released ${s.addressesReleased} addresses, deleted ${s.endpointsDeleted} workload endpoints, released ${s.affinitiesReleased} block affinities`
 }
 
-async function removalSteps(ctx: Ctx, plan: NodeRemovalPlan, summary: NodeRemoval, progress: () => Committed): Promise<NodeRemoval> {
+async function removalSteps(
+  ctx: Ctx,
+  plan: NodeRemovalPlan,
+  summary: NodeRemoval,
+  progress: () => Committed,
+): Promise<NodeRemoval> {
   const {host} = plan
   // Addresses first: blocks they empty are then deleted by the affinity release below rather than kept.
   const byIp: Owned[] = [...plan.ips]
@@ -201,7 +224,13 @@ async function removalSteps(ctx: Ctx, plan: NodeRemovalPlan, summary: NodeRemova
     }
   }
   await checkpoint(ctx, progress())
-  if (byIp.length > 0) summary.addressesReleased += (await releaseIps(ctx, byIp.map((o) => ({ip: o.ip, handle: o.handle})))).released.length
+  if (byIp.length > 0)
+    summary.addressesReleased += (
+      await releaseIps(
+        ctx,
+        byIp.map((o) => ({ip: o.ip, handle: o.handle})),
+      )
+    ).released.length
   for (const key of plan.endpointKeys) {
     await checkpoint(ctx, progress())
     if (await deleteKey(ctx, key)) summary.endpointsDeleted++

@@ -14,17 +14,23 @@ export interface NodeRecord {
   labels: Record<string, string>
 }
 
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
+const LABEL_KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/
 
 export function validateHostName(host: string): void {
-  if (!isValidHostName(host)) throw new ValidationError(`invalid host name ${JSON.stringify(host)}: it must be 1-253 characters with no "/" or whitespace`)
+  if (!isValidHostName(host))
+    throw new ValidationError(
+      `invalid host name ${JSON.stringify(host)}: it must be 1-253 characters with no "/" or whitespace`,
+    )
 }
 
 /** Checked where a handle is created; lookups by handle stay lenient, so upstream's own handles can still be released. */
 export function validateHandleId(handle: string | undefined): void {
   if (handle !== undefined && !isValidHandleId(handle)) {
-    throw new ValidationError(`invalid handle ${JSON.stringify(handle)}: it must be 1-253 characters with no "/" or control characters`)
+    throw new ValidationError(
+      `invalid handle ${JSON.stringify(handle)}: it must be 1-253 characters with no "/" or control characters`,
+    )
   }
 }
 
@@ -33,7 +39,8 @@ export function validateLabels(labels: Readonly<Record<string, string>>, what = 
   for (const [k, v] of Object.entries(labels)) {
     const name = k.includes('/') ? k.slice(k.indexOf('/') + 1) : k
     if (!LABEL_KEY.test(k) || name.length > 63) throw new ValidationError(`invalid ${what} key ${JSON.stringify(k)}`)
-    if (!LABEL_VALUE.test(v) || v.length > 63) throw new ValidationError(`invalid value ${JSON.stringify(v)} for ${what} ${k}`)
+    if (!LABEL_VALUE.test(v) || v.length > 63)
+      throw new ValidationError(`invalid value ${JSON.stringify(v)} for ${what} ${k}`)
   }
 }
 
@@ -41,7 +48,12 @@ export function encodeNode(n: NodeRecord): string {
   return encodeJson({
     kind: 'Node',
     apiVersion: 'projectcalico.org/v3',
-    metadata: {name: n.name, uid: n.uid, creationTimestamp: n.creationTimestamp, labels: Object.keys(n.labels).length ? goMap(n.labels) : undefined},
+    metadata: {
+      name: n.name,
+      uid: n.uid,
+      creationTimestamp: n.creationTimestamp,
+      labels: Object.keys(n.labels).length ? goMap(n.labels) : undefined,
+    },
     spec: {},
   })
 }
@@ -50,7 +62,12 @@ export function decodeNode(text: string): NodeRecord {
   const raw = parseJson(text) as {metadata?: Record<string, JsonValue>}
   const md = raw?.metadata ?? {}
   const labels = (md.labels && typeof md.labels === 'object' ? md.labels : {}) as Record<string, string>
-  return {name: String(md.name), uid: String(md.uid ?? ''), creationTimestamp: String(md.creationTimestamp ?? ''), labels}
+  return {
+    name: String(md.name),
+    uid: String(md.uid ?? ''),
+    creationTimestamp: String(md.creationTimestamp ?? ''),
+    labels,
+  }
 }
 
 export function newNode(name: string, labels: Record<string, string>, now: Date): NodeRecord {
@@ -64,7 +81,12 @@ export async function getNode(store: Store, host: string): Promise<NodeRecord | 
 
 /** The node's record, creating an unlabelled one if this is the first time the host is seen. */
 /** `seenAbsent`: the caller just read the node as missing, so try creating it before reading again. */
-export async function ensureNode(store: Store, host: string, now: Date, opts: {seenAbsent?: boolean} = {}): Promise<NodeRecord> {
+export async function ensureNode(
+  store: Store,
+  host: string,
+  now: Date,
+  opts: {seenAbsent?: boolean} = {},
+): Promise<NodeRecord> {
   validateHostName(host)
   const key = keys.node(host)
   for (let first = true; ; first = false) {
@@ -86,7 +108,12 @@ export async function listNodes(store: Store): Promise<NodeRecord[]> {
  * changed: on a datastore shared with Calico the record also holds the node's BGP settings and tunnel addresses
  * (which `ipam check` counts as in use), annotations and fields ipamctl does not know, and none of that is ours.
  */
-export async function upsertNode(store: Store, name: string, labels: Record<string, string>, now: Date): Promise<{node: NodeRecord; created: boolean}> {
+export async function upsertNode(
+  store: Store,
+  name: string,
+  labels: Record<string, string>,
+  now: Date,
+): Promise<{node: NodeRecord; created: boolean}> {
   validateHostName(name)
   validateLabels(labels)
   const key = keys.node(name)
@@ -106,7 +133,8 @@ const AFTER_LABELS = new Set(['annotations', 'ownerReferences', 'finalizers', 'm
 /** The stored record with its labels replaced and every other field kept as it was, in its order. */
 export function withLabels(text: string, labels: Record<string, string>): string {
   const raw = parseJson(text)
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError('the stored Node record is not a JSON object; fix or delete it first')
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ValidationError('the stored Node record is not a JSON object; fix or delete it first')
   const md = raw.metadata
   const meta = typeof md === 'object' && md !== null && !Array.isArray(md) ? md : {}
   const out = new Map<string, unknown>()
@@ -139,11 +167,18 @@ export function nodeTunnelAddresses(text: string): string[] {
     return []
   }
   if (typeof spec !== 'object' || spec === null) return []
-  const sub = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {})
+  const sub = (v: unknown): Record<string, unknown> =>
+    typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {}
   const bgp = sub(spec.bgp)
   const wg = sub(spec.wireguard)
   const out: string[] = []
-  for (const v of [bgp.ipv4IPIPTunnelAddr, spec.ipv4VXLANTunnelAddr, spec.ipv6VXLANTunnelAddr, wg.interfaceIPv4Address, wg.interfaceIPv6Address]) {
+  for (const v of [
+    bgp.ipv4IPIPTunnelAddr,
+    spec.ipv4VXLANTunnelAddr,
+    spec.ipv6VXLANTunnelAddr,
+    wg.interfaceIPv4Address,
+    wg.interfaceIPv6Address,
+  ]) {
     if (typeof v !== 'string' || v === '') continue
     const ip = tryParseIp(v.split('/')[0]!.trim())
     if (ip) out.push(formatIp(ip.family, ip.value))

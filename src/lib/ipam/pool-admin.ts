@@ -1,6 +1,20 @@
 // Creating, reading and deleting pools, with upstream's create-time checks made race-safe.
-import {ConflictError, InterruptedError, IpamError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
-import {checkpoint, type Committed, describeCommitted, interrupted, interruptibleSleep, NOTHING_COMMITTED} from '../interrupt.js'
+import {
+  ConflictError,
+  InterruptedError,
+  IpamError,
+  NotFoundError,
+  RevisionConflict,
+  ValidationError,
+} from '../errors.js'
+import {
+  checkpoint,
+  type Committed,
+  describeCommitted,
+  interrupted,
+  interruptibleSleep,
+  NOTHING_COMMITTED,
+} from '../interrupt.js'
 import {type Cidr, containsCidr, formatCidr, overlaps, parseCidr, tryParseIp} from '../net/cidr.js'
 import {keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
 import {guardFor} from '../store/store.js'
@@ -57,7 +71,10 @@ export async function createPools(ctx: Ctx, inputs: readonly PoolInput[]): Promi
   try {
     for (let i = 0; i < pools.length; i += MAX_POOLS_PER_TXN) {
       const slice = pools.slice(i, i + MAX_POOLS_PER_TXN)
-      await checkpoint(ctx, i === 0 ? NOTHING_COMMITTED : {done: `the first ${i} of the ${pools.length} pools were created`})
+      await checkpoint(
+        ctx,
+        i === 0 ? NOTHING_COMMITTED : {done: `the first ${i} of the ${pools.length} pools were created`},
+      )
       await withRetry(ctx, async () => {
         checkedAt ??= await checkAgainstStore(ctx, pools)
         const batch = new WriteBatch(ctx).guardPrefix(keys.resourcePrefix('ippools'), checkedAt)
@@ -74,7 +91,13 @@ export async function createPools(ctx: Ctx, inputs: readonly PoolInput[]): Promi
   } catch (err) {
     await undoCreate(ctx, written)
     // Interrupted between two links (docs/interrupts.md): the ones already written are gone again.
-    if (err instanceof InterruptedError) throw interrupted(err.signal, {done: written.length > 0 ? `nothing was changed (the ${written.length} pools already created were deleted again)` : ''})
+    if (err instanceof InterruptedError)
+      throw interrupted(err.signal, {
+        done:
+          written.length > 0
+            ? `nothing was changed (the ${written.length} pools already created were deleted again)`
+            : '',
+      })
     throw err
   }
   return pools
@@ -87,7 +110,10 @@ export async function createPools(ctx: Ctx, inputs: readonly PoolInput[]): Promi
  * up to it (that still exists) was among them.
  */
 async function checkAgainstStore(ctx: Ctx, pools: readonly Pool[]): Promise<bigint> {
-  const [kvs, blockKeys] = await Promise.all([ctx.store.list(keys.resourcePrefix('ippools')), ctx.store.listKeys(keys.blockPrefix())])
+  const [kvs, blockKeys] = await Promise.all([
+    ctx.store.list(keys.resourcePrefix('ippools')),
+    ctx.store.listKeys(keys.blockPrefix()),
+  ])
   const ours = new Set(pools.map((p) => p.uid))
   const existing = poolsFrom(kvs).filter((e) => !ours.has(e.uid))
   const blockCidrs = blockKeys.map(parseBlockKey).filter((c) => c !== undefined)
@@ -96,7 +122,9 @@ async function checkAgainstStore(ctx: Ctx, pools: readonly Pool[]): Promise<bigi
     const clash = existing.find((e) => overlaps(e.cidr, p.cidr))
     if (clash) throw overlapError(p, clash)
     if (blockCidrs.some((b) => overlaps(b, p.cidr) && b.prefix !== p.spec.blockSize)) {
-      throw new ConflictError(`IPPool blocksSize conflicts with existing allocations that use a different blockSize (pool ${p.name})`)
+      throw new ConflictError(
+        `IPPool blocksSize conflicts with existing allocations that use a different blockSize (pool ${p.name})`,
+      )
     }
   }
   return kvs.reduce((m, kv) => (kv.modRevision > m ? kv.modRevision : m), 0n)
@@ -105,7 +133,8 @@ async function checkAgainstStore(ctx: Ctx, pools: readonly Pool[]): Promise<bigi
 async function undoCreate(ctx: Ctx, pools: readonly Pool[]): Promise<void> {
   for (const p of pools) {
     const kv = await ctx.store.get(keys.pool(p.name))
-    if (kv && decodePool(kv.value).uid === p.uid) await ctx.store.txn([{key: kv.key, modRevision: kv.modRevision}], [{delete: kv.key}])
+    if (kv && decodePool(kv.value).uid === p.uid)
+      await ctx.store.txn([{key: kv.key, modRevision: kv.modRevision}], [{delete: kv.key}])
   }
 }
 
@@ -131,7 +160,11 @@ async function setDisabled(ctx: Ctx, name: string, disabled: boolean): Promise<D
 }
 
 /** `pool update NAME --enable|--disable`: whether anything changed, and the pool as it now is. */
-export async function setPoolDisabled(ctx: Ctx, ref: string, disabled: boolean): Promise<{pool: Pool; changed: boolean}> {
+export async function setPoolDisabled(
+  ctx: Ctx,
+  ref: string,
+  disabled: boolean,
+): Promise<{pool: Pool; changed: boolean}> {
   const pool = await getPool(ctx, ref)
   const r = await setDisabled(ctx, pool.name, disabled)
   return {pool: r.pool, changed: r.changed}
@@ -179,7 +212,10 @@ async function poolAffinities(ctx: Ctx, pool: Pool): Promise<{host: string; cidr
 
 async function blocksLeft(ctx: Ctx, pool: Pool, deleted: ReadonlySet<string>): Promise<string[]> {
   const cidrs = (await ctx.store.listKeys(keys.blockPrefix(pool.cidr.family))).map(parseBlockKey)
-  return cidrs.filter((c): c is Cidr => !!c && containsCidr(pool.cidr, c)).map(formatCidr).filter((c) => !deleted.has(c))
+  return cidrs
+    .filter((c): c is Cidr => !!c && containsCidr(pool.cidr, c))
+    .map(formatCidr)
+    .filter((c) => !deleted.has(c))
 }
 
 /** Read-only: exactly what `deletePool` would do now (releaseBlockAffinity's outcome for each affinity). */
@@ -189,7 +225,12 @@ export async function planPoolDelete(ctx: Ctx, ref: string): Promise<PoolDeletio
   const affinities: AffinityStep[] = []
   for (const a of await poolAffinities(ctx, pool)) {
     const loaded = await loadBlock(ctx, a.cidr, cfg.ipCooldownSeconds)
-    const result = !loaded || loaded.block.affinity !== `host:${a.host}` ? 'stale' : isEmpty(loaded.block) ? 'deleted-block' : 'released'
+    const result =
+      !loaded || loaded.block.affinity !== `host:${a.host}`
+        ? 'stale'
+        : isEmpty(loaded.block)
+          ? 'deleted-block'
+          : 'released'
     affinities.push({host: a.host, block: formatCidr(a.cidr), result})
   }
   const deleted = new Set(affinities.filter((a) => a.result === 'deleted-block').map((a) => a.block))
@@ -205,7 +246,11 @@ export async function planPoolDelete(ctx: Ctx, ref: string): Promise<PoolDeletio
  * disabled it, and says so; the resource itself is deleted only if nobody changed it since the disable. Affinities released by then stay released: that only leaves blocks unowned,
  * which hosts cope with by claiming new blocks, as they do for any block that lost its owner.
  */
-export async function deletePool(ctx: Ctx, ref: string, opts: {graceMs?: number} = {}): Promise<PoolDeletion & {affinitiesReleased: number}> {
+export async function deletePool(
+  ctx: Ctx,
+  ref: string,
+  opts: {graceMs?: number} = {},
+): Promise<PoolDeletion & {affinitiesReleased: number}> {
   const pool = await getPool(ctx, ref)
   await checkpoint(ctx, NOTHING_COMMITTED)
   const disabled = await setDisabled(ctx, pool.name, true)
@@ -238,13 +283,22 @@ export async function deletePool(ctx: Ctx, ref: string, opts: {graceMs?: number}
       : reEnabled
         ? `IP pool ${pool.name} was not deleted and is enabled again`
         : `IP pool ${pool.name} was not deleted and was left as it is now (it was changed by someone else meanwhile, or could not be re-enabled)`
-    const c: Committed = {done: state + releasedSoFar(affinities), undo: disabled.changed && !reEnabled ? `ipamctl pool update ${pool.name} --enable` : undefined}
+    const c: Committed = {
+      done: state + releasedSoFar(affinities),
+      undo: disabled.changed && !reEnabled ? `ipamctl pool update ${pool.name} --enable` : undefined,
+    }
     if (err instanceof InterruptedError) throw interrupted(err.signal, c)
     err.message = `${err.message}; ${describeCommitted(c)}`
     throw err
   }
   const deleted = new Set(affinities.filter((a) => a.result === 'deleted-block').map((a) => a.block))
-  return {pool, disables: disabled.changed, affinities, blocksLeft: await blocksLeft(ctx, pool, deleted), affinitiesReleased: affinities.length}
+  return {
+    pool,
+    disables: disabled.changed,
+    affinities,
+    blocksLeft: await blocksLeft(ctx, pool, deleted),
+    affinitiesReleased: affinities.length,
+  }
 }
 
 function releasedSoFar(affinities: readonly AffinityStep[]): string {

@@ -38,7 +38,9 @@ export interface Pool {
 }
 
 /** What a user may give; everything else is defaulted. */
-export type PoolInput = {name: string; labels?: Record<string, string>} & Partial<Omit<PoolSpec, 'cidr'>> & {cidr: string}
+export type PoolInput = {name: string; labels?: Record<string, string>} & Partial<Omit<PoolSpec, 'cidr'>> & {
+    cidr: string
+  }
 
 // Parsed on first use: module load is on every CNI plugin exec, and the agent path never validates a pool.
 let linkLocal: Cidr[] | undefined
@@ -46,7 +48,8 @@ const LINK_LOCAL = (): Cidr[] => (linkLocal ??= [parseCidr('169.254.0.0/16'), pa
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
 
 /** Kubernetes resource name rules, shared by every v3 resource we store. */
-export const isResourceName = (name: unknown): name is string => typeof name === 'string' && name.length <= 253 && NAME.test(name)
+export const isResourceName = (name: unknown): name is string =>
+  typeof name === 'string' && name.length <= 253 && NAME.test(name)
 
 export const defaultBlockSize = (c: Cidr): number => (c.family === 4 ? 26 : 122)
 
@@ -56,38 +59,59 @@ function oneOf<T extends string>(what: string, v: unknown, allowed: readonly T[]
 }
 
 /** Apply upstream's defaults and validation; throws ValidationError naming the offending field. */
-export function normalizePool(input: PoolInput): {name: string; labels?: Record<string, string>; spec: PoolSpec; cidr: Cidr} {
+export function normalizePool(input: PoolInput): {
+  name: string
+  labels?: Record<string, string>
+  spec: PoolSpec
+  cidr: Cidr
+} {
   const name = input.name
   if (typeof name !== 'string' || name.length > 253 || !NAME.test(name)) {
-    throw new ValidationError(`invalid pool name ${JSON.stringify(name)}: use lower-case letters, digits, "-" and "." (at most 253 characters)`)
+    throw new ValidationError(
+      `invalid pool name ${JSON.stringify(name)}: use lower-case letters, digits, "-" and "." (at most 253 characters)`,
+    )
   }
-  if (typeof input.cidr !== 'string' || input.cidr.length > 48) throw new ValidationError(`pool ${name}: cidr is required (e.g. 10.65.0.0/16)`)
+  if (typeof input.cidr !== 'string' || input.cidr.length > 48)
+    throw new ValidationError(`pool ${name}: cidr is required (e.g. 10.65.0.0/16)`)
   let cidr: Cidr
   try {
     cidr = parseCidr(input.cidr, {strict: true})
   } catch (err) {
-    throw new ValidationError(`pool ${name}: ${(err as Error).message.replace('not strictly masked', 'IPPool CIDR is not strictly masked')}`)
+    throw new ValidationError(
+      `pool ${name}: ${(err as Error).message.replace('not strictly masked', 'IPPool CIDR is not strictly masked')}`,
+    )
   }
   if (LINK_LOCAL().some((ll) => overlaps(ll, cidr))) {
-    throw new ValidationError(`pool ${name}: IPPool CIDR ${formatCidr(cidr)} overlaps with the link-local range ${formatCidr(LINK_LOCAL()[cidr.family === 4 ? 0 : 1]!)}`)
+    throw new ValidationError(
+      `pool ${name}: IPPool CIDR ${formatCidr(cidr)} overlaps with the link-local range ${formatCidr(LINK_LOCAL()[cidr.family === 4 ? 0 : 1]!)}`,
+    )
   }
   const v4 = cidr.family === 4
   const blockSize = input.blockSize ?? defaultBlockSize(cidr)
   const [min, max] = v4 ? [20, 32] : [116, 128]
   if (!Number.isInteger(blockSize) || blockSize < min || blockSize > max) {
-    throw new ValidationError(`pool ${name}: block size ${blockSize} is out of range: IPv${cidr.family} block sizes must be ${min}-${max}`)
+    throw new ValidationError(
+      `pool ${name}: block size ${blockSize} is out of range: IPv${cidr.family} block sizes must be ${min}-${max}`,
+    )
   }
   const disabled = input.disabled ?? false
   if (cidr.prefix > blockSize && !disabled) {
-    throw new ValidationError(`pool ${name}: the pool /${cidr.prefix} is smaller than its block size /${blockSize}; use a larger pool or a larger --block-size number`)
+    throw new ValidationError(
+      `pool ${name}: the pool /${cidr.prefix} is smaller than its block size /${blockSize}; use a larger pool or a larger --block-size number`,
+    )
   }
   const ipipMode = oneOf('ipipMode', input.ipipMode ?? 'Never', ENCAP_MODES)
   const vxlanMode = oneOf('vxlanMode', input.vxlanMode ?? 'Never', ENCAP_MODES)
-  if (!v4 && ipipMode !== 'Never') throw new ValidationError(`pool ${name}: IPIP is not supported on IPv6 pools; set ipipMode to Never`)
-  if (ipipMode !== 'Never' && vxlanMode !== 'Never') throw new ValidationError(`pool ${name}: IPIP and VXLAN cannot both be enabled`)
+  if (!v4 && ipipMode !== 'Never')
+    throw new ValidationError(`pool ${name}: IPIP is not supported on IPv6 pools; set ipipMode to Never`)
+  if (ipipMode !== 'Never' && vxlanMode !== 'Never')
+    throw new ValidationError(`pool ${name}: IPIP and VXLAN cannot both be enabled`)
   const nodeSelector = (input.nodeSelector ?? 'all()').trim() || 'all()'
   const namespaceSelector = input.namespaceSelector ?? ''
-  for (const [field, sel] of [['nodeSelector', nodeSelector], ['namespaceSelector', namespaceSelector]] as const) {
+  for (const [field, sel] of [
+    ['nodeSelector', nodeSelector],
+    ['namespaceSelector', namespaceSelector],
+  ] as const) {
     try {
       parseSelector(sel)
     } catch (err) {
@@ -102,9 +126,12 @@ export function normalizePool(input: PoolInput): {name: string; labels?: Record<
   }
   const disableBGPExport = input.disableBGPExport ?? false
   if (uses.includes('LoadBalancer')) {
-    if (uses.length > 1) throw new ValidationError(`pool ${name}: LoadBalancer cannot be combined with other allowedUses`)
-    if (nodeSelector !== 'all()') throw new ValidationError(`pool ${name}: a LoadBalancer pool needs nodeSelector all()`)
-    if (ipipMode !== 'Never' || vxlanMode !== 'Never') throw new ValidationError(`pool ${name}: a LoadBalancer pool needs ipipMode and vxlanMode Never`)
+    if (uses.length > 1)
+      throw new ValidationError(`pool ${name}: LoadBalancer cannot be combined with other allowedUses`)
+    if (nodeSelector !== 'all()')
+      throw new ValidationError(`pool ${name}: a LoadBalancer pool needs nodeSelector all()`)
+    if (ipipMode !== 'Never' || vxlanMode !== 'Never')
+      throw new ValidationError(`pool ${name}: a LoadBalancer pool needs ipipMode and vxlanMode Never`)
     if (disableBGPExport) throw new ValidationError(`pool ${name}: a LoadBalancer pool cannot disable BGP export`)
   }
   const spec: PoolSpec = {
@@ -164,7 +191,11 @@ export function decodePool(text: string): Pool {
     norm = normalizePool(input)
   } catch {
     const cidr = parseCidr(String(spec.cidr))
-    norm = {name: input.name, spec: {...(spec as PoolSpec), cidr: formatCidr(cidr), blockSize: spec.blockSize ?? defaultBlockSize(cidr)}, cidr}
+    norm = {
+      name: input.name,
+      spec: {...(spec as PoolSpec), cidr: formatCidr(cidr), blockSize: spec.blockSize ?? defaultBlockSize(cidr)},
+      cidr,
+    }
   }
   return {
     ...norm,

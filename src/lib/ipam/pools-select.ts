@@ -70,21 +70,30 @@ export function selectPools(args: {
       }
       if (!p || !usable(p, family)) throw new NotFoundError(`the given pool (${ref}) does not exist, or is not enabled`)
       if (!p.spec.allowedUses.includes(use)) {
-        throw new ValidationError(`pool ${p.name} (${p.spec.cidr}) is not allowed for use "${use}" (allowedUses: [${p.spec.allowedUses.join(' ')}])`)
+        throw new ValidationError(
+          `pool ${p.name} (${p.spec.cidr}) is not allowed for use "${use}" (allowedUses: [${p.spec.allowedUses.join(' ')}])`,
+        )
       }
       return p
     })
   }
   const forNode = pools.filter(
-    (p) => usable(p, family) && p.spec.assignmentMode === 'Automatic' && parseSelector(p.spec.nodeSelector).matches(args.nodeLabels),
+    (p) =>
+      usable(p, family) &&
+      p.spec.assignmentMode === 'Automatic' &&
+      parseSelector(p.spec.nodeSelector).matches(args.nodeLabels),
   )
   const matching = forNode.filter((p) => selectsNamespace(p, args.namespaceLabels))
   if (matching.length === 0) {
     // Say so when it is the namespace that rules the node's pools out: the fix is a label, not a node.
-    const why = forNode.length > 0 ? `: the namespaceSelector of ${forNode.map((p) => p.name).join(', ')} does not match the namespace labels ${formatLabels(args.namespaceLabels)}` : ''
+    const why =
+      forNode.length > 0
+        ? `: the namespaceSelector of ${forNode.map((p) => p.name).join(', ')} does not match the namespace labels ${formatLabels(args.namespaceLabels)}`
+        : ''
     throw new NotFoundError(`no configured Calico pools for node ${args.host} (IPv${family})${why}`)
   }
   const forUse = matching.filter((p) => p.spec.allowedUses.includes(use))
-  if (forUse.length === 0) throw new NotFoundError(`cannot find a qualified ippool, no pools match the required use (${use})`)
+  if (forUse.length === 0)
+    throw new NotFoundError(`cannot find a qualified ippool, no pools match the required use (${use})`)
   return forUse
 }

@@ -1,9 +1,29 @@
 // Read-only views: who owns an address, a handle's addresses, blocks, utilization, borrowed addresses.
 import {NotFoundError, ValidationError} from '../errors.js'
-import {type Cidr, cidrSize, compareCidr, containsCidr, containsIp, formatCidr, formatIp, maskIp, parseCidr, parseCidrOrIp, parseIp} from '../net/cidr.js'
+import {
+  type Cidr,
+  cidrSize,
+  compareCidr,
+  containsCidr,
+  containsIp,
+  formatCidr,
+  formatIp,
+  maskIp,
+  parseCidr,
+  parseCidrOrIp,
+  parseIp,
+} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import type {KeyValue} from '../store/store.js'
-import {type Block, attributeOf, decodeBlock, garbageCollect, isCoolingDown, ownerHost, sanitizeHandle} from './block.js'
+import {
+  type Block,
+  attributeOf,
+  decodeBlock,
+  garbageCollect,
+  isCoolingDown,
+  ownerHost,
+  sanitizeHandle,
+} from './block.js'
 import {type Ctx, listPools, loadBlock, loadConfig} from './context.js'
 import type {Pool} from './pool.js'
 import {decodeHandle} from './records.js'
@@ -15,7 +35,10 @@ export interface StoredBlock {
 }
 
 /** Every block, garbage-collected in memory (not written back), in key order. */
-export async function listBlocks(ctx: Ctx, opts: {host?: string; cooldownSeconds?: number} = {}): Promise<StoredBlock[]> {
+export async function listBlocks(
+  ctx: Ctx,
+  opts: {host?: string; cooldownSeconds?: number} = {},
+): Promise<StoredBlock[]> {
   const cooldown = opts.cooldownSeconds ?? (await loadConfig(ctx)).ipCooldownSeconds
   const now = ctx.clock.now()
   const out: StoredBlock[] = []
@@ -33,7 +56,11 @@ export async function findBlock(ctx: Ctx, ref: string): Promise<KeyValue> {
   const pools = await listPools(ctx)
   const pool = pools.find((p) => containsCidr(p.cidr, target) && target.prefix >= p.spec.blockSize)
   if (pool) {
-    const cidr = {family: target.family, base: maskIp(target.family, target.base, pool.spec.blockSize), prefix: pool.spec.blockSize}
+    const cidr = {
+      family: target.family,
+      base: maskIp(target.family, target.base, pool.spec.blockSize),
+      prefix: pool.spec.blockSize,
+    }
     const kv = await ctx.store.get(keys.block(cidr))
     if (kv) return kv
   }
@@ -63,7 +90,11 @@ export async function ipStatus(ctx: Ctx, ipText: string): Promise<IpStatus> {
   const pool = pools.find((p) => containsIp(p.cidr, ip))
   let loaded: StoredBlock | undefined
   if (pool) {
-    loaded = await loadBlock(ctx, {family: ip.family, base: maskIp(ip.family, ip.value, pool.spec.blockSize), prefix: pool.spec.blockSize}, cfg.ipCooldownSeconds)
+    loaded = await loadBlock(
+      ctx,
+      {family: ip.family, base: maskIp(ip.family, ip.value, pool.spec.blockSize), prefix: pool.spec.blockSize},
+      cfg.ipCooldownSeconds,
+    )
   } else {
     try {
       const kv = await findBlock(ctx, ipText)
@@ -120,7 +151,11 @@ export async function allocationsByHandle(ctx: Ctx, handleId: string): Promise<H
     loaded?.block.allocations.forEach((idx, o) => {
       const a = idx === null ? undefined : loaded.block.attributes?.[idx]
       if (a?.handle_id !== undefined && sanitizeHandle(a.handle_id) === handle) {
-        out.push({ip: formatIp(cidr.family, cidr.base + BigInt(o)), attrs: a.secondary ?? {}, coolingDown: isCoolingDown(a)})
+        out.push({
+          ip: formatIp(cidr.family, cidr.base + BigInt(o)),
+          attrs: a.secondary ?? {},
+          coolingDown: isCoolingDown(a),
+        })
       }
     })
   }
@@ -152,7 +187,9 @@ export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Prom
   let pools: Pool[] = all
   if (opts.pools && opts.pools.length > 0) {
     pools = opts.pools.map((ref) => {
-      const p = all.find((x) => x.name === ref || (ref.includes('/') && formatCidr(x.cidr) === formatCidr(parseCidr(ref))))
+      const p = all.find(
+        (x) => x.name === ref || (ref.includes('/') && formatCidr(x.cidr) === formatCidr(parseCidr(ref))),
+      )
       if (!p) throw new NotFoundError(`IP pool ${ref} not found`)
       return p
     })
@@ -250,6 +287,7 @@ export async function borrowedIps(ctx: Ctx): Promise<{borrowed: Borrowed[]; with
 }
 
 export function assertValidIpText(text: string): void {
-  if (text.includes('/')) throw new ValidationError(`invalid IP address specified: ${text} (give an address without a prefix length)`)
+  if (text.includes('/'))
+    throw new ValidationError(`invalid IP address specified: ${text} (give an address without a prefix length)`)
   parseIp(text)
 }

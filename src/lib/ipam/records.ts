@@ -90,8 +90,14 @@ export function validateIpamConfig(c: IpamConfig): void {
   if (!c.strictAffinity && !c.autoAllocateBlocks) {
     throw new ValidationError("Cannot disable 'StrictAffinity' and 'AutoAllocateBlocks' at the same time")
   }
-  if (!Number.isInteger(c.maxBlocksPerHost) || c.maxBlocksPerHost < 0 || c.maxBlocksPerHost > MAX_BLOCKS_PER_HOST_LIMIT) {
-    throw new ValidationError(`maxBlocksPerHost must be an integer from 0 to ${MAX_BLOCKS_PER_HOST_LIMIT} (0 means the default of 20)`)
+  if (
+    !Number.isInteger(c.maxBlocksPerHost) ||
+    c.maxBlocksPerHost < 0 ||
+    c.maxBlocksPerHost > MAX_BLOCKS_PER_HOST_LIMIT
+  ) {
+    throw new ValidationError(
+      `maxBlocksPerHost must be an integer from 0 to ${MAX_BLOCKS_PER_HOST_LIMIT} (0 means the default of 20)`,
+    )
   }
   if (c.maxBlocksPerHost > 0 && !c.strictAffinity) {
     throw new ValidationError('MaxBlocksPerHost requires StrictAffinity to be enabled')

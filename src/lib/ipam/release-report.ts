@@ -94,7 +94,14 @@ export function parseReport(text: string, file: string): Report {
     if (rev === undefined) throw bad(`leaked handle ${h.ID} has no Revision`)
     leakedHandles.push({id: h.ID, uid: typeof h.UID === 'string' ? h.UID : null, revision: rev})
   }
-  return {file, version: typeof raw.version === 'string' ? raw.version : '', clusterGUID: raw.clusterGUID, clusterInformationRevision: revision, allocations, leakedHandles}
+  return {
+    file,
+    version: typeof raw.version === 'string' ? raw.version : '',
+    clusterGUID: raw.clusterGUID,
+    clusterInformationRevision: revision,
+    allocations,
+    leakedHandles,
+  }
 }
 
 export async function readReports(files: readonly string[]): Promise<Report[]> {
@@ -129,7 +136,8 @@ function intersect<T>(lists: readonly T[][], key: (t: T) => string): T[] {
 }
 
 /** The steps that produce a report `--from-report` accepts. */
-export const REPORT_STEPS = 'lock the datastore (`ipamctl datastore lock`), run `ipamctl ipam check -o report.json`, then `ipamctl ipam release --from-report report.json`'
+export const REPORT_STEPS =
+  'lock the datastore (`ipamctl datastore lock`), run `ipamctl ipam check -o report.json`, then `ipamctl ipam release --from-report report.json`'
 
 /**
  * Why a report's GUID does not match. `ipam check` writes an empty GUID when the datastore has no
@@ -139,16 +147,24 @@ export const REPORT_STEPS = 'lock the datastore (`ipamctl datastore lock`), run 
  */
 function guidMismatch(r: Report): ValidationError {
   if (r.clusterGUID === '') {
-    return new ValidationError(`the provided report (${r.file}) was taken while the datastore was not locked (it has no cluster GUID); ${REPORT_STEPS}. Refusing to release`)
+    return new ValidationError(
+      `the provided report (${r.file}) was taken while the datastore was not locked (it has no cluster GUID); ${REPORT_STEPS}. Refusing to release`,
+    )
   }
-  return new ValidationError(`cluster does not match the provided report (${r.file}): mismatched cluster GUID. Refusing to release`)
+  return new ValidationError(
+    `cluster does not match the provided report (${r.file}): mismatched cluster GUID. Refusing to release`,
+  )
 }
 
 /**
  * Validate the reports against the cluster and work out what to release. Throws (changing nothing) when a
  * rule refuses; `force` overrides the version and lock checks only, never the GUID or staleness.
  */
-export async function planRelease(ctx: Ctx, reports: readonly Report[], opts: {version: string; force?: boolean}): Promise<ReleasePlan> {
+export async function planRelease(
+  ctx: Ctx,
+  reports: readonly Report[],
+  opts: {version: string; force?: boolean},
+): Promise<ReleasePlan> {
   if (reports.length === 0) throw new ValidationError('give at least one report')
   const info = await getClusterInfo(ctx)
   const warnings: string[] = []
@@ -156,15 +172,23 @@ export async function planRelease(ctx: Ctx, reports: readonly Report[], opts: {v
     // A missing ClusterInformation matches no report: whatever cluster produced it, it was not this one.
     if (r.clusterGUID !== info?.clusterGUID) throw guidMismatch(r)
     if (r.version !== opts.version) {
-      if (!opts.force) throw new ValidationError(`the provided report (${r.file}) was produced using a different version (${r.version}) of calicoctl. Refusing to release`)
-      warnings.push('WARNING: Report was produced using a different version of calicoctl. Ignoring due to --force option')
+      if (!opts.force)
+        throw new ValidationError(
+          `the provided report (${r.file}) was produced using a different version (${r.version}) of calicoctl. Refusing to release`,
+        )
+      warnings.push(
+        'WARNING: Report was produced using a different version of calicoctl. Ignoring due to --force option',
+      )
     }
   }
   if (!reports.some((r) => r.clusterInformationRevision === info!.revision)) {
-    throw new ConflictError('the provided reports are all stale - at least one should be up-to-date. Please generate a new report while the data store is locked and try again')
+    throw new ConflictError(
+      'the provided reports are all stale - at least one should be up-to-date. Please generate a new report while the data store is locked and try again',
+    )
   }
   if (info!.datastoreReady !== false) {
-    if (!opts.force) throw new ConflictError('data store is not locked. Either lock the data store, or re-run with --force')
+    if (!opts.force)
+      throw new ConflictError('data store is not locked. Either lock the data store, or re-run with --force')
     warnings.push('WARNING: Data store is not locked. Ignoring due to --force option')
   }
   const leaked = intersect(
@@ -195,8 +219,20 @@ export interface ReleaseSummary {
 }
 
 /** Carry out a plan. `onLine` sees each line as soon as it is known (for long runs). */
-export async function executeRelease(ctx: Ctx, plan: ReleasePlan, onLine: (line: string) => void = () => {}): Promise<ReleaseSummary> {
-  const s: ReleaseSummary = {lines: [], released: [], alreadyGone: [], failed: [], handlesDeleted: 0, handlesSkipped: 0, handleErrors: 0}
+export async function executeRelease(
+  ctx: Ctx,
+  plan: ReleasePlan,
+  onLine: (line: string) => void = () => {},
+): Promise<ReleaseSummary> {
+  const s: ReleaseSummary = {
+    lines: [],
+    released: [],
+    alreadyGone: [],
+    failed: [],
+    handlesDeleted: 0,
+    handlesSkipped: 0,
+    handleErrors: 0,
+  }
   const say = (line: string) => {
     s.lines.push(line)
     onLine(line)
@@ -226,7 +262,8 @@ export async function executeRelease(ctx: Ctx, plan: ReleasePlan, onLine: (line:
       )
     }
     say(`Released ${s.released.length} IPs successfully`)
-    if (s.alreadyGone.length > 0) say(`${s.alreadyGone.length} addresses marked as leaked in the report had already been cleaned up.`)
+    if (s.alreadyGone.length > 0)
+      say(`${s.alreadyGone.length} addresses marked as leaked in the report had already been cleaned up.`)
   }
 
   if (plan.handles.length === 0) say("Report didn't contain any handles to clean up.")
@@ -271,5 +308,9 @@ async function deleteHandleAt(ctx: Ctx, h: ReportHandle): Promise<boolean> {
 /** Everything done so far is a guarded release of a reported leak: running the same command again finishes it. */
 function reportSoFar(s: ReleaseSummary): Committed {
   const n = s.released.length + s.handlesDeleted
-  return {done: n === 0 ? '' : `released ${s.released.length} leaked addresses and deleted ${s.handlesDeleted} leaked handles`, finish: 'run the same ipamctl ipam release --from-report command again'}
+  return {
+    done:
+      n === 0 ? '' : `released ${s.released.length} leaked addresses and deleted ${s.handlesDeleted} leaked handles`,
+    finish: 'run the same ipamctl ipam release --from-report command again',
+  }
 }

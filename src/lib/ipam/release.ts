@@ -2,7 +2,17 @@
 // Each block's change and the matching handle counts are one transaction.
 import {ConflictError, NotFoundError, ValidationError} from '../errors.js'
 import {checkpoint, type Committed} from '../interrupt.js'
-import {type Cidr, containsCidr, containsIp, formatCidr, formatIp, type Ip, maskIp, parseCidr, parseIp} from '../net/cidr.js'
+import {
+  type Cidr,
+  containsCidr,
+  containsIp,
+  formatCidr,
+  formatIp,
+  type Ip,
+  maskIp,
+  parseCidr,
+  parseIp,
+} from '../net/cidr.js'
 import {keys, parseBlockKey} from '../store/keys.js'
 import {type Block, isCoolingDown, isEmpty, markReleased, ordinalOf, sanitizeHandle} from './block.js'
 import {affinityHost, type EmptiedBlock, ensureConsistentAffinity} from './consistent-affinity.js'
@@ -29,11 +39,19 @@ export interface ReleaseResult {
 }
 
 /** Where an address's block is: from its pool (disabled pools too), else from the blocks that exist. */
-async function blockCidrFor(ctx: Ctx, pools: Pool[], ip: Ip, blockKeys: () => Promise<Cidr[]>): Promise<Cidr | undefined> {
+async function blockCidrFor(
+  ctx: Ctx,
+  pools: Pool[],
+  ip: Ip,
+  blockKeys: () => Promise<Cidr[]>,
+): Promise<Cidr | undefined> {
   const pool = pools.find((p) => containsIp(p.cidr, ip))
-  if (pool) return {family: ip.family, base: maskIp(ip.family, ip.value, pool.spec.blockSize), prefix: pool.spec.blockSize}
+  if (pool)
+    return {family: ip.family, base: maskIp(ip.family, ip.value, pool.spec.blockSize), prefix: pool.spec.blockSize}
   // Pool deleted but its blocks remain: find the block that holds the address.
-  return (await blockKeys()).find((c) => containsCidr(c, {family: ip.family, base: ip.value, prefix: ip.family === 4 ? 32 : 128}))
+  return (await blockKeys()).find((c) =>
+    containsCidr(c, {family: ip.family, base: ip.value, prefix: ip.family === 4 ? 32 : 128}),
+  )
 }
 
 /** NotFoundError naming the first address that is not currently assigned (free or cooling down). */
@@ -42,7 +60,10 @@ export async function assertAllAssigned(ctx: Ctx, ips: readonly string[]): Promi
     const ip = parseIp(raw)
     const text = formatIp(ip.family, ip.value)
     const st = await ipStatus(ctx, text)
-    if (st.state !== 'assigned') throw new NotFoundError(`IP address ${text} is not assigned${st.state === 'cooldown' ? ' (it is in cooldown)' : ''}`)
+    if (st.state !== 'assigned')
+      throw new NotFoundError(
+        `IP address ${text} is not assigned${st.state === 'cooldown' ? ' (it is in cooldown)' : ''}`,
+      )
   }
 }
 
@@ -51,12 +72,21 @@ export async function assertAllAssigned(ctx: Ctx, ips: readonly string[]): Promi
  * released (the CLI's promise that bad input changes nothing); without it, such addresses are reported in
  * `unallocated`, as upstream's ReleaseIPs does.
  */
-export async function releaseIps(ctx: Ctx, options: readonly ReleaseOption[], opts: {requireAllocated?: boolean} = {}): Promise<ReleaseResult> {
+export async function releaseIps(
+  ctx: Ctx,
+  options: readonly ReleaseOption[],
+  opts: {requireAllocated?: boolean} = {},
+): Promise<ReleaseResult> {
   const parsed = options.map((o) => ({...o, parsed: parseIp(o.ip)}))
-  if (opts.requireAllocated) await assertAllAssigned(ctx, options.map((o) => o.ip))
+  if (opts.requireAllocated)
+    await assertAllAssigned(
+      ctx,
+      options.map((o) => o.ip),
+    )
   const [cfg, pools] = await Promise.all([loadConfig(ctx), listPools(ctx)])
   let cached: Cidr[] | undefined
-  const blockKeys = async () => (cached ??= (await ctx.store.listKeys(keys.blockPrefix())).map(parseBlockKey).filter((c): c is Cidr => !!c))
+  const blockKeys = async () =>
+    (cached ??= (await ctx.store.listKeys(keys.blockPrefix())).map(parseBlockKey).filter((c): c is Cidr => !!c))
   const byBlock = new Map<string, {cidr: Cidr; opts: typeof parsed}>()
   const result: ReleaseResult = {released: [], unallocated: []}
   for (const o of parsed) {
@@ -119,7 +149,9 @@ async function releaseInBlock(
     if (o.sequenceNumber !== undefined) {
       const stored = block.sequenceNumberForAllocation.get(String(ord)) ?? 0n
       if (stored !== o.sequenceNumber) {
-        throw new ConflictError(`update conflict: ${text}: the given sequence number (${o.sequenceNumber}) does not match (${stored}) when attempting to release IP`)
+        throw new ConflictError(
+          `update conflict: ${text}: the given sequence number (${o.sequenceNumber}) does not match (${stored}) when attempting to release IP`,
+        )
       }
     }
     const idx = block.allocations[ord]
@@ -130,14 +162,22 @@ async function releaseInBlock(
     }
     const owner = attr.handle_id === undefined ? undefined : sanitizeHandle(attr.handle_id)
     if (o.handle !== undefined && sanitizeHandle(o.handle) !== owner) {
-      throw new ConflictError(`update conflict: ${text}: the given handle (${o.handle}) does not match (${owner ?? ''}) when attempting to release IP`)
+      throw new ConflictError(
+        `update conflict: ${text}: the given handle (${o.handle}) does not match (${owner ?? ''}) when attempting to release IP`,
+      )
     }
     ordinals.add(ord)
     out.released.push(text)
     if (owner !== undefined) perHandle.set(owner, (perHandle.get(owner) ?? 0) + 1)
   }
   if (ordinals.size === 0) return out
-  markReleased(block, [...ordinals].sort((a, b) => a - b), ctx.clock.now(), cooldown, {recordSeq: true})
+  markReleased(
+    block,
+    [...ordinals].sort((a, b) => a - b),
+    ctx.clock.now(),
+    cooldown,
+    {recordSeq: true},
+  )
   const batch = new WriteBatch(ctx)
   writeReleasedBlock(batch, block, loaded.kv)
   for (const [h, n] of perHandle) batch.countHandle(h, cidr, -n)
@@ -152,7 +192,11 @@ function emptiedBy(block: Block): EmptiedBlock | undefined {
 }
 
 /** An empty block nobody owns is deleted; anything else is kept (an affine empty block is reused). */
-function writeReleasedBlock(batch: WriteBatch, block: Block, seen: Parameters<WriteBatch['putBlock']>[1] & object): void {
+function writeReleasedBlock(
+  batch: WriteBatch,
+  block: Block,
+  seen: Parameters<WriteBatch['putBlock']>[1] & object,
+): void {
   if (block.affinity === null && isEmpty(block)) batch.delete(keys.block(block.cidr), seen)
   else batch.putBlock(block, seen)
 }

@@ -31,13 +31,16 @@ export interface ReservationInput {
 export function normalizeReservation(input: ReservationInput): {name: string; reservedCIDRs: string[]} {
   const {name} = input
   if (!isResourceName(name)) {
-    throw new ValidationError(`invalid reservation name ${JSON.stringify(name)}: use lower-case letters, digits, "-" and "." (at most 253 characters)`)
+    throw new ValidationError(
+      `invalid reservation name ${JSON.stringify(name)}: use lower-case letters, digits, "-" and "." (at most 253 characters)`,
+    )
   }
   if (!Array.isArray(input.reservedCIDRs) || input.reservedCIDRs.length === 0) {
     throw new ValidationError(`reservation ${name}: give at least one CIDR or IP address to reserve`)
   }
   const reservedCIDRs = input.reservedCIDRs.map((text) => {
-    if (typeof text !== 'string' || text.length > 64) throw new ValidationError(`reservation ${name}: invalid CIDR ${JSON.stringify(text)}`)
+    if (typeof text !== 'string' || text.length > 64)
+      throw new ValidationError(`reservation ${name}: invalid CIDR ${JSON.stringify(text)}`)
     try {
       return formatCidr(parseCidrOrIp(text, {strict: true}))
     } catch (err) {
@@ -134,10 +137,15 @@ const range = (c: Cidr): Range => ({start: c.base, end: lastAddress(c)})
 
 /** Pure: the union of all reserved CIDRs, merged into sorted disjoint ranges per family. */
 export function reservedMatcher(reservations: readonly Pick<Reservation, 'name' | 'reservedCIDRs'>[]): ReservedMatcher {
-  const named: {name: string; cidr: Cidr}[] = reservations.flatMap((r) => r.reservedCIDRs.map((c) => ({name: r.name, cidr: parseCidrOrIp(c)})))
+  const named: {name: string; cidr: Cidr}[] = reservations.flatMap((r) =>
+    r.reservedCIDRs.map((c) => ({name: r.name, cidr: parseCidrOrIp(c)})),
+  )
   const merged = new Map<Family, Range[]>()
   for (const family of [4, 6] as const) {
-    const sorted = named.filter((n) => n.cidr.family === family).map((n) => range(n.cidr)).sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0))
+    const sorted = named
+      .filter((n) => n.cidr.family === family)
+      .map((n) => range(n.cidr))
+      .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0))
     const out: Range[] = []
     for (const r of sorted) {
       const last = out.at(-1)
@@ -160,7 +168,9 @@ export function reservedMatcher(reservations: readonly Pick<Reservation, 'name' 
   const isReserved = (ip: Ip): boolean => merged.get(ip.family)!.some((r) => r.start <= ip.value && ip.value <= r.end)
   return {
     any: named.length > 0,
-    reservedBy: (ip) => named.find((n) => n.cidr.family === ip.family && range(n.cidr).start <= ip.value && ip.value <= range(n.cidr).end)?.name,
+    reservedBy: (ip) =>
+      named.find((n) => n.cidr.family === ip.family && range(n.cidr).start <= ip.value && ip.value <= range(n.cidr).end)
+        ?.name,
     isReserved,
     blockWhollyReserved: (cidr) => {
       const {start, end} = range(cidr)

@@ -21,7 +21,8 @@ export const MAX_SPLIT = 100
 const MAX_NAME = 253
 
 export const NO_POOL_GIVEN = 'no name or CIDR provided. Provide a name or CIDR to denote the IP pool to split'
-export const NOT_LOCKED = 'datastore is not locked. Run the `ipamctl datastore lock` command in order split the IP pools'
+export const NOT_LOCKED =
+  'datastore is not locked. Run the `ipamctl datastore lock` command in order split the IP pools'
 
 export interface SplitRequest {
   name?: string
@@ -69,7 +70,15 @@ export function splitChildren(old: Pool, number: number, now: Date): Pool[] {
   }
   return Array.from({length: number}, (_, i) =>
     // Labels and other metadata are not copied: upstream builds the children with fresh metadata.
-    newPool({...old.spec, name: childName(old.name, i, number), cidr: formatCidr(subnet(old.cidr, prefix, BigInt(i))), disabled: false}, now),
+    newPool(
+      {
+        ...old.spec,
+        name: childName(old.name, i, number),
+        cidr: formatCidr(subnet(old.cidr, prefix, BigInt(i))),
+        disabled: false,
+      },
+      now,
+    ),
   )
 }
 
@@ -90,14 +99,18 @@ export async function planSplit(ctx: Ctx, req: SplitRequest): Promise<SplitPlan>
   const info = await getClusterInfo(ctx)
   if (info?.datastoreReady !== false) throw new ConflictError(NOT_LOCKED)
   const old = (await listPools(ctx)).find(
-    (p) => (!req.name || p.name === req.name) && (!req.cidr || p.spec.cidr === req.cidr || (wanted !== undefined && sameCidr(p.cidr, wanted))),
+    (p) =>
+      (!req.name || p.name === req.name) &&
+      (!req.cidr || p.spec.cidr === req.cidr || (wanted !== undefined && sameCidr(p.cidr, wanted))),
   )
-  if (!old) throw new NotFoundError(`unable to find IP pool ${req.name ?? ''} covering the specified CIDR ${req.cidr ?? ''}`)
+  if (!old)
+    throw new NotFoundError(`unable to find IP pool ${req.name ?? ''} covering the specified CIDR ${req.cidr ?? ''}`)
   const children = splitChildren(old, number, ctx.clock.now())
   const pool = await ctx.store.get(keys.pool(old.name))
   if (!pool) throw new NotFoundError(`IP pool ${old.name} not found`)
   for (const c of children) {
-    if (await ctx.store.get(keys.pool(c.name))) throw new ConflictError(`cannot split IP pool ${old.name}: IP pool ${c.name} already exists`)
+    if (await ctx.store.get(keys.pool(c.name)))
+      throw new ConflictError(`cannot split IP pool ${old.name}: IP pool ${c.name} already exists`)
   }
   return {old: decodePool(pool.value), children, seen: {pool, lockRevision: BigInt(info.revision)}}
 }
@@ -121,7 +134,9 @@ export async function commitSplit(ctx: Ctx, plan: SplitPlan): Promise<void> {
   await checkpoint(ctx, NOTHING_COMMITTED)
   const r = await ctx.store.txn(conditions, ops)
   if (!r.succeeded) {
-    throw new ConflictError(`IP pool ${plan.old.name}, the datastore lock or a child pool changed while splitting; nothing was changed, run the command again`)
+    throw new ConflictError(
+      `IP pool ${plan.old.name}, the datastore lock or a child pool changed while splitting; nothing was changed, run the command again`,
+    )
   }
 }
 

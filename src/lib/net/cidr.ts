@@ -157,14 +157,19 @@ export function containsIp(c: Cidr, ip: Ip): boolean {
 }
 
 export function containsCidr(outer: Cidr, inner: Cidr): boolean {
-  return outer.family === inner.family && outer.prefix <= inner.prefix && maskIp(outer.family, inner.base, outer.prefix) === outer.base
+  return (
+    outer.family === inner.family &&
+    outer.prefix <= inner.prefix &&
+    maskIp(outer.family, inner.base, outer.prefix) === outer.base
+  )
 }
 
 export function overlaps(a: Cidr, b: Cidr): boolean {
   return containsCidr(a, b) || containsCidr(b, a)
 }
 
-export const sameCidr = (a: Cidr, b: Cidr): boolean => a.family === b.family && a.base === b.base && a.prefix === b.prefix
+export const sameCidr = (a: Cidr, b: Cidr): boolean =>
+  a.family === b.family && a.base === b.base && a.prefix === b.prefix
 
 /** The index-th sub-network of length `prefix` inside `c` (blocks of a pool, children of a split). */
 export function subnet(c: Cidr, prefix: number, index: bigint): Cidr {

@@ -20,7 +20,11 @@ export interface StoreStatus {
   keys?: {pools: number; blocks: number; affinities: number; handles: number; nodes: number; total: number}
 }
 
-export async function storeStatus(store: Store | undefined, s: DatastoreSettings, openError?: unknown): Promise<StoreStatus> {
+export async function storeStatus(
+  store: Store | undefined,
+  s: DatastoreSettings,
+  openError?: unknown,
+): Promise<StoreStatus> {
   const base: StoreStatus = {
     type: s.type,
     location: s.type === 'etcdv3' ? s.etcdEndpoints.join(',') : s.path,
@@ -28,7 +32,12 @@ export async function storeStatus(store: Store | undefined, s: DatastoreSettings
     configFile: s.configFile ?? null,
     healthy: false,
   }
-  if (!store) return {...base, ...(openError instanceof StoreMissingError ? {missing: true} : {}), error: (openError as Error | undefined)?.message ?? 'not opened'}
+  if (!store)
+    return {
+      ...base,
+      ...(openError instanceof StoreMissingError ? {missing: true} : {}),
+      error: (openError as Error | undefined)?.message ?? 'not opened',
+    }
   try {
     const t = process.hrtime.bigint()
     const revision = await store.revision()
@@ -89,16 +98,24 @@ const BATCH = 100
  * yet, so empty). Refused: a source without any key under /calico/ (a wrong path or endpoint must not wipe a
  * target), and a target that already holds keys unless `force`, which makes it an exact mirror of the source.
  */
-export async function planMigration(from: Store, to: Store | undefined, opts: {force: boolean; target: string}): Promise<MigrationPlan> {
+export async function planMigration(
+  from: Store,
+  to: Store | undefined,
+  opts: {force: boolean; target: string},
+): Promise<MigrationPlan> {
   const sourceRevision = await from.revision()
   const copy = await from.list(CALICO_PREFIX)
   if (copy.length === 0) {
-    throw new NotFoundError(`the source ${from.description} holds no keys under ${CALICO_PREFIX}: nothing to migrate (is it the right store?); the target was not touched`)
+    throw new NotFoundError(
+      `the source ${from.description} holds no keys under ${CALICO_PREFIX}: nothing to migrate (is it the right store?); the target was not touched`,
+    )
   }
   const targetRevision = to ? await to.revision() : 0n
   const existing = to ? await to.list(CALICO_PREFIX) : []
   if (existing.length > 0 && !opts.force) {
-    throw new ConflictError(`the target ${opts.target} already holds ${existing.length} keys under ${CALICO_PREFIX}; refusing to overwrite them (use --force to replace its contents with the source's)`)
+    throw new ConflictError(
+      `the target ${opts.target} already holds ${existing.length} keys under ${CALICO_PREFIX}; refusing to overwrite them (use --force to replace its contents with the source's)`,
+    )
   }
   const inTarget = new Map(existing.map((kv) => [kv.key, kv.value]))
   const inSource = new Set(copy.map((kv) => kv.key))
@@ -131,14 +148,25 @@ export async function planMigration(from: Store, to: Store | undefined, opts: {f
  * since the plan (or since our previous transaction); if something was, the migration stops with a
  * ConflictError instead of overwriting or deleting what another writer just did.
  */
-export async function applyMigration(from: Store, to: Store, plan: MigrationPlan, opts: {interrupt?: Interrupt; rerun?: string} = {}): Promise<MigrateResult> {
+export async function applyMigration(
+  from: Store,
+  to: Store,
+  plan: MigrationPlan,
+  opts: {interrupt?: Interrupt; rerun?: string} = {},
+): Promise<MigrateResult> {
   let notAfter = plan.targetRevision
-  const ops: WriteOp[] = [...plan.copy.map((kv) => ({put: kv.key, value: kv.value})), ...plan.remove.map((k) => ({delete: k}))]
+  const ops: WriteOp[] = [
+    ...plan.copy.map((kv) => ({put: kv.key, value: kv.value})),
+    ...plan.remove.map((k) => ({delete: k})),
+  ]
   let written = 0
   // Interrupted between two transactions (docs/interrupts.md), the target holds part of the source: running
   // the migration again with --force makes it whole.
   const progress = (): Committed => ({
-    done: written === 0 ? '' : `the target ${to.description} is a partial copy: ${written} of ${ops.length} writes done (copies first, then removals)`,
+    done:
+      written === 0
+        ? ''
+        : `the target ${to.description} is a partial copy: ${written} of ${ops.length} writes done (copies first, then removals)`,
     finish: opts.rerun ?? 'run the same datastore migrate command again with --force',
   })
   for (let i = 0; i < ops.length; i += BATCH) {
@@ -152,7 +180,11 @@ export async function applyMigration(from: Store, to: Store, plan: MigrationPlan
     notAfter = r.revision
     written = Math.min(ops.length, i + BATCH)
   }
-  return {copied: plan.copy.length, removed: plan.remove.length, sourceChanged: (await from.revision()) !== plan.sourceRevision}
+  return {
+    copied: plan.copy.length,
+    removed: plan.remove.length,
+    sourceChanged: (await from.revision()) !== plan.sourceRevision,
+  }
 }
 
 /**
@@ -172,7 +204,9 @@ export function keyGroups(keys: readonly string[], limit = 20): {prefix: string;
       else groups.set(prefix, [k])
     }
     if (groups.size <= limit || depth <= 1) {
-      return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([prefix, ks]) => ({prefix, count: ks.length, keys: ks.length <= 3 ? ks : []}))
+      return [...groups.entries()]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([prefix, ks]) => ({prefix, count: ks.length, keys: ks.length <= 3 ? ks : []}))
     }
     depth--
   }

@@ -12,10 +12,14 @@ export interface StoreCounts {
   conflicts: number
 }
 
-const zero = (): StoreCounts => ({calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0}, conflicts: 0})
+const zero = (): StoreCounts => ({
+  calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0},
+  conflicts: 0,
+})
 
 /** Round trips that read or write (not `revision`, which only asks for the counter). */
-export const roundTrips = (c: StoreCounts): number => c.calls.get + c.calls.list + c.calls.listKeys + c.calls.read + c.calls.each + c.calls.txn
+export const roundTrips = (c: StoreCounts): number =>
+  c.calls.get + c.calls.list + c.calls.listKeys + c.calls.read + c.calls.each + c.calls.txn
 
 export class CountedStore implements Store {
   /** Live counts (the agent's metrics hold on to this object). */

@@ -19,7 +19,8 @@ export class CreateOnWriteStore implements Store {
 
   /** The real store once the file exists (made by us or by anyone else), else undefined. */
   private existing(): SqliteStore | undefined {
-    if (!this.inner && storeFileExists(this.file)) this.inner = SqliteStore.open(this.file, {...this.opts, mode: 'update'})
+    if (!this.inner && storeFileExists(this.file))
+      this.inner = SqliteStore.open(this.file, {...this.opts, mode: 'update'})
     return this.inner
   }
 

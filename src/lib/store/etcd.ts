@@ -55,7 +55,9 @@ function readPem(file: string, what: string): Buffer {
   try {
     return fs.readFileSync(file)
   } catch (err) {
-    throw new ValidationError(`cannot read etcd ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw new ValidationError(
+      `cannot read etcd ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    )
   }
 }
 
@@ -85,7 +87,10 @@ export class EtcdStore implements Store {
   readonly description: string
   private closed = false
 
-  private constructor(private readonly client: Etcd3, private readonly opts: EtcdConnectOptions) {
+  private constructor(
+    private readonly client: Etcd3,
+    private readonly opts: EtcdConnectOptions,
+  ) {
     this.description = `etcdv3 (${opts.endpoints.join(',')})`
   }
 
@@ -115,7 +120,10 @@ export class EtcdStore implements Store {
   private async call<T>(what: string, fn: () => Promise<T>, size?: {writes: number; guards: number}): Promise<T> {
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.opts.timeoutMs / 1000} s`)), this.opts.timeoutMs)
+      timer = setTimeout(
+        () => reject(new Error(`no answer within ${this.opts.timeoutMs / 1000} s`)),
+        this.opts.timeoutMs,
+      )
     })
     try {
       return await Promise.race([fn(), deadline])
@@ -124,9 +132,13 @@ export class EtcdStore implements Store {
       const msg = ((err as Error).message || String(err)).split('\n')[0]!.replace(/\.?\s*Resolution note:.*$/, '')
       // etcd answered, and said no to the size: the request, not the server, is the problem.
       if (/too many operations in txn request/.test(msg)) {
-        throw new ValidationError(`etcd refused a transaction of ${size?.writes ?? '?'} writes and ${size?.guards ?? '?'} guards as too large (each may be at most its --max-txn-ops, 128 by default); do less in one command, e.g. fewer addresses in new blocks per ipam assign`)
+        throw new ValidationError(
+          `etcd refused a transaction of ${size?.writes ?? '?'} writes and ${size?.guards ?? '?'} guards as too large (each may be at most its --max-txn-ops, 128 by default); do less in one command, e.g. fewer addresses in new blocks per ipam assign`,
+        )
       }
-      throw new DatastoreUnavailableError(`etcd at ${this.opts.endpoints.join(',')} is unavailable (${what}): ${msg}`, {cause: err})
+      throw new DatastoreUnavailableError(`etcd at ${this.opts.endpoints.join(',')} is unavailable (${what}): ${msg}`, {
+        cause: err,
+      })
     } finally {
       clearTimeout(timer)
     }
@@ -237,7 +249,10 @@ export class EtcdStore implements Store {
     } catch (err) {
       // Several large values together can exceed the receive limit that each would fit on its own.
       if (!tooLarge(err)) throw err
-      const [g, l] = await Promise.all([Promise.all(gets.map((k) => this.get(k))), Promise.all(lists.map((p) => this.list(p)))])
+      const [g, l] = await Promise.all([
+        Promise.all(gets.map((k) => this.get(k))),
+        Promise.all(lists.map((p) => this.list(p))),
+      ])
       return {gets: g, lists: l}
     }
     const first = (r: IRangeResponse): KeyValue | undefined => r.kvs[0] && toKv(r.kvs[0])
@@ -246,28 +261,46 @@ export class EtcdStore implements Store {
     for (const [j, prefix] of lists.entries()) {
       // A list longer than one page goes on with ordinary range calls at the read's revision.
       const list: KeyValue[] = []
-      await this.scan(prefix, false, (kv) => list.push(kv), PAGE_BYTES, {page: responses[gets.length + j]!, revision: revision!})
+      await this.scan(prefix, false, (kv) => list.push(kv), PAGE_BYTES, {
+        page: responses[gets.length + j]!,
+        revision: revision!,
+      })
       out.lists.push(list)
     }
     return out
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
-    const r = await this.call('txn', () =>
-      this.client.kv.txn({
-        compare: conditions.map((c) =>
-          'prefix' in c
-            ? // A range compare (etcd >= 3.3): every key in the range, none for an empty one, must satisfy it.
-              {key: Buffer.from(c.prefix), range_end: prefixRangeEnd(Buffer.from(c.prefix)), target: 'Mod' as const, result: 'Less' as const, mod_revision: (c.notAfter + 1n).toString()}
-            : 'absent' in c
-              ? {key: Buffer.from(c.key), target: 'Version' as const, result: 'Equal' as const, version: 0}
-              : {key: Buffer.from(c.key), target: 'Mod' as const, result: 'Equal' as const, mod_revision: c.modRevision.toString()},
-        ),
-        success: ops.map((op) =>
-          'put' in op ? {request_put: {key: Buffer.from(op.put), value: Buffer.from(op.value)}} : {request_delete_range: {key: Buffer.from(op.delete)}},
-        ),
-        failure: [],
-      }),
+    const r = await this.call(
+      'txn',
+      () =>
+        this.client.kv.txn({
+          compare: conditions.map((c) =>
+            'prefix' in c
+              ? // A range compare (etcd >= 3.3): every key in the range, none for an empty one, must satisfy it.
+                {
+                  key: Buffer.from(c.prefix),
+                  range_end: prefixRangeEnd(Buffer.from(c.prefix)),
+                  target: 'Mod' as const,
+                  result: 'Less' as const,
+                  mod_revision: (c.notAfter + 1n).toString(),
+                }
+              : 'absent' in c
+                ? {key: Buffer.from(c.key), target: 'Version' as const, result: 'Equal' as const, version: 0}
+                : {
+                    key: Buffer.from(c.key),
+                    target: 'Mod' as const,
+                    result: 'Equal' as const,
+                    mod_revision: c.modRevision.toString(),
+                  },
+          ),
+          success: ops.map((op) =>
+            'put' in op
+              ? {request_put: {key: Buffer.from(op.put), value: Buffer.from(op.value)}}
+              : {request_delete_range: {key: Buffer.from(op.delete)}},
+          ),
+          failure: [],
+        }),
       {writes: ops.length, guards: conditions.length},
     )
     return {succeeded: r.succeeded, revision: BigInt(r.header.revision)}

@@ -20,13 +20,17 @@ export class MemoryStore implements Store {
   }
 
   async read(req: ReadRequest): Promise<ReadResult> {
-    return {gets: (req.gets ?? []).map((k) => this.data.get(k)), lists: await Promise.all((req.lists ?? []).map((p) => this.list(p)))}
+    return {
+      gets: (req.gets ?? []).map((k) => this.data.get(k)),
+      lists: await Promise.all((req.lists ?? []).map((p) => this.list(p))),
+    }
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
     for (const c of conditions) {
       let ok: boolean
-      if ('prefix' in c) ok = [...this.data.values()].every((kv) => !kv.key.startsWith(c.prefix) || kv.modRevision <= c.notAfter)
+      if ('prefix' in c)
+        ok = [...this.data.values()].every((kv) => !kv.key.startsWith(c.prefix) || kv.modRevision <= c.notAfter)
       else {
         const seen = this.data.get(c.key)
         ok = 'absent' in c ? seen === undefined : seen?.modRevision === c.modRevision

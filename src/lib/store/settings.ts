@@ -37,7 +37,19 @@ export interface DatastoreFlags {
 export const DEFAULT_CONFIG_FILE = '/etc/ipamctl/ipamctl.cfg'
 export const DEFAULT_TIMEOUT_MS = 10_000
 
-type FileSpec = Partial<Record<'datastoreType' | 'etcdEndpoints' | 'etcdKeyFile' | 'etcdCertFile' | 'etcdCACertFile' | 'etcdUsername' | 'etcdPassword' | 'datastorePath', string>>
+type FileSpec = Partial<
+  Record<
+    | 'datastoreType'
+    | 'etcdEndpoints'
+    | 'etcdKeyFile'
+    | 'etcdCertFile'
+    | 'etcdCACertFile'
+    | 'etcdUsername'
+    | 'etcdPassword'
+    | 'datastorePath',
+    string
+  >
+>
 
 /** Read a calicoctl-style config file. A missing default file is fine; a missing explicit one is an error. */
 export function readConfigFile(file: string, explicit: boolean): FileSpec | undefined {
@@ -52,10 +64,20 @@ export function readConfigFile(file: string, explicit: boolean): FileSpec | unde
   const d = doc as {apiVersion?: unknown; kind?: unknown; spec?: unknown} | null
   if (!d || typeof d !== 'object') throw new ValidationError(`config file ${file}: expected a CalicoAPIConfig document`)
   if (d.kind !== 'CalicoAPIConfig') throw new ValidationError(`config file ${file}: kind must be CalicoAPIConfig`)
-  if (d.apiVersion !== 'projectcalico.org/v3') throw new ValidationError(`config file ${file}: apiVersion must be projectcalico.org/v3`)
+  if (d.apiVersion !== 'projectcalico.org/v3')
+    throw new ValidationError(`config file ${file}: apiVersion must be projectcalico.org/v3`)
   const spec = (d.spec ?? {}) as Record<string, unknown>
   const out: FileSpec = {}
-  for (const k of ['datastoreType', 'etcdEndpoints', 'etcdKeyFile', 'etcdCertFile', 'etcdCACertFile', 'etcdUsername', 'etcdPassword', 'datastorePath'] as const) {
+  for (const k of [
+    'datastoreType',
+    'etcdEndpoints',
+    'etcdKeyFile',
+    'etcdCertFile',
+    'etcdCACertFile',
+    'etcdUsername',
+    'etcdPassword',
+    'datastorePath',
+  ] as const) {
     const v = spec[k]
     if (v === undefined || v === null || v === '') continue
     if (typeof v !== 'string') throw new ValidationError(`config file ${file}: spec.${k} must be a string`)
@@ -66,17 +88,25 @@ export function readConfigFile(file: string, explicit: boolean): FileSpec | unde
 
 function datastoreType(v: string, where: string): DatastoreType {
   if (v === 'etcdv3' || v === 'embedded') return v
-  if (v === 'kubernetes') throw new ValidationError(`${where}: the kubernetes datastore is not supported; use etcdv3 or embedded`)
+  if (v === 'kubernetes')
+    throw new ValidationError(`${where}: the kubernetes datastore is not supported; use etcdv3 or embedded`)
   throw new ValidationError(`${where}: unknown datastore type ${JSON.stringify(v)}: use etcdv3 or embedded`)
 }
 
 export function parseEndpoints(v: string, where: string): string[] {
-  const list = v.split(',').map((s) => s.trim()).filter(Boolean)
+  const list = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   if (list.length === 0) throw new ValidationError(`${where}: no etcd endpoint given`)
   for (const e of list) {
     // Never echoed: user:password@ would put the password in every error message and in `datastore status`.
-    if (e.includes('@')) throw new ValidationError(`${where}: an etcd endpoint must not contain credentials (user:password@); use ETCD_USERNAME and ETCD_PASSWORD or the config file`)
-    if (!/^https?:\/\/[^/\s]+:\d+\/?$/.test(e)) throw new ValidationError(`${where}: invalid etcd endpoint ${JSON.stringify(e)}: expected http(s)://HOST:PORT`)
+    if (e.includes('@'))
+      throw new ValidationError(
+        `${where}: an etcd endpoint must not contain credentials (user:password@); use ETCD_USERNAME and ETCD_PASSWORD or the config file`,
+      )
+    if (!/^https?:\/\/[^/\s]+:\d+\/?$/.test(e))
+      throw new ValidationError(`${where}: invalid etcd endpoint ${JSON.stringify(e)}: expected http(s)://HOST:PORT`)
   }
   return list.map((e) => e.replace(/\/$/, ''))
 }
@@ -85,8 +115,17 @@ export function resolveSettings(flags: DatastoreFlags, env: NodeJS.ProcessEnv = 
   const configFile = flags.config ?? env.IPAMCTL_CONFIG ?? DEFAULT_CONFIG_FILE
   const file = readConfigFile(configFile, flags.config !== undefined || env.IPAMCTL_CONFIG !== undefined) ?? {}
   const sources: Record<string, Source> = {}
-  const pick = (name: string, flag: string | undefined, envName: string, fileValue: string | undefined): string | undefined => {
-    for (const [src, v] of [['flag', flag], ['env', env[envName]], ['file', fileValue]] as const) {
+  const pick = (
+    name: string,
+    flag: string | undefined,
+    envName: string,
+    fileValue: string | undefined,
+  ): string | undefined => {
+    for (const [src, v] of [
+      ['flag', flag],
+      ['env', env[envName]],
+      ['file', fileValue],
+    ] as const) {
       if (v !== undefined && v !== '') {
         sources[name] = src
         return v
@@ -96,14 +135,21 @@ export function resolveSettings(flags: DatastoreFlags, env: NodeJS.ProcessEnv = 
     return undefined
   }
   const typeText = pick('datastoreType', flags.datastore, 'DATASTORE_TYPE', file.datastoreType)
-  const type = typeText === undefined ? 'embedded' : datastoreType(typeText, `datastore type (${sources.datastoreType})`)
+  const type =
+    typeText === undefined ? 'embedded' : datastoreType(typeText, `datastore type (${sources.datastoreType})`)
   const endpointsText = pick('etcdEndpoints', flags.etcdEndpoints, 'ETCD_ENDPOINTS', file.etcdEndpoints)
-  const path = pick('datastorePath', flags.datastorePath, 'IPAMCTL_DATASTORE_PATH', file.datastorePath) ?? defaultDatastorePath(env)
-  if (flags.timeout !== undefined && (!(flags.timeout > 0) || flags.timeout > 3600)) throw new ValidationError('--timeout must be between 1 and 3600 seconds')
+  const path =
+    pick('datastorePath', flags.datastorePath, 'IPAMCTL_DATASTORE_PATH', file.datastorePath) ??
+    defaultDatastorePath(env)
+  if (flags.timeout !== undefined && (!(flags.timeout > 0) || flags.timeout > 3600))
+    throw new ValidationError('--timeout must be between 1 and 3600 seconds')
   const settings: DatastoreSettings = {
     type,
     path,
-    etcdEndpoints: endpointsText === undefined ? ['http://127.0.0.1:2379'] : parseEndpoints(endpointsText, `etcd endpoints (${sources.etcdEndpoints})`),
+    etcdEndpoints:
+      endpointsText === undefined
+        ? ['http://127.0.0.1:2379']
+        : parseEndpoints(endpointsText, `etcd endpoints (${sources.etcdEndpoints})`),
     etcdKeyFile: pick('etcdKeyFile', undefined, 'ETCD_KEY_FILE', file.etcdKeyFile),
     etcdCertFile: pick('etcdCertFile', undefined, 'ETCD_CERT_FILE', file.etcdCertFile),
     etcdCaCertFile: pick('etcdCaCertFile', undefined, 'ETCD_CA_CERT_FILE', file.etcdCACertFile),
@@ -115,7 +161,9 @@ export function resolveSettings(flags: DatastoreFlags, env: NodeJS.ProcessEnv = 
   }
   sources.timeout = flags.timeout !== undefined ? 'flag' : 'default'
   if (Boolean(settings.etcdKeyFile) !== Boolean(settings.etcdCertFile)) {
-    throw new ValidationError('etcd client TLS needs both a key file and a certificate file (ETCD_KEY_FILE and ETCD_CERT_FILE)')
+    throw new ValidationError(
+      'etcd client TLS needs both a key file and a certificate file (ETCD_KEY_FILE and ETCD_CERT_FILE)',
+    )
   }
   return settings
 }

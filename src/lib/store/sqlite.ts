@@ -76,7 +76,10 @@ export class SqliteStore implements Store {
    * refuse a missing file with StoreMissingError and create nothing. 'read' also runs no write at all and
    * reads stores that SQLite cannot open read-write (read-only mount or permissions): see openForRead.
    */
-  static open(file: string, opts: {busyTimeoutMs?: number; mode?: OpenMode; onCreated?: (file: string) => void} = {}): SqliteStore {
+  static open(
+    file: string,
+    opts: {busyTimeoutMs?: number; mode?: OpenMode; onCreated?: (file: string) => void} = {},
+  ): SqliteStore {
     const busy = opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
     const mode = opts.mode ?? 'create'
     let db: Database.Database
@@ -85,7 +88,9 @@ export class SqliteStore implements Store {
         ensureDir(path.dirname(file))
         if (!fs.existsSync(file) && createDatabase(file)) opts.onCreated?.(file)
       } else if (!storeFileExists(file)) {
-        throw new StoreMissingError(`embedded datastore ${file} does not exist; nothing was created (check the path; only commands that write create a store)`)
+        throw new StoreMissingError(
+          `embedded datastore ${file} does not exist; nothing was created (check the path; only commands that write create a store)`,
+        )
       }
       if (mode === 'read') db = openForRead(file, busy)
       else {
@@ -101,7 +106,10 @@ export class SqliteStore implements Store {
     } catch (err) {
       if (err instanceof IpamError) throw err
       if (((err as {code?: string}).code ?? '').startsWith('SQLITE_BUSY')) throw busyError(file, err)
-      throw new DatastoreUnavailableError(`cannot open embedded datastore ${file}: ${describe(err)}${storageHint(file)}`, {cause: err})
+      throw new DatastoreUnavailableError(
+        `cannot open embedded datastore ${file}: ${describe(err)}${storageHint(file)}`,
+        {cause: err},
+      )
     }
     return new SqliteStore(file, db, mode === 'read')
   }
@@ -142,7 +150,8 @@ export class SqliteStore implements Store {
     const stmt = opts.keysOnly ? this.stmt.scanKeyRevisions : this.stmt.scan
     // One statement, so one read snapshot, as list() has; rows are visited as SQLite produces them.
     this.run(() => {
-      for (const r of rowsUnder<Row>(stmt, prefix)) visit({key: r.key, value: r.value ?? '', modRevision: r.mod_revision})
+      for (const r of rowsUnder<Row>(stmt, prefix))
+        visit({key: r.key, value: r.value ?? '', modRevision: r.mod_revision})
     })
   }
 
@@ -151,7 +160,8 @@ export class SqliteStore implements Store {
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
-    if (this.readOnly && ops.length > 0) throw new Error(`internal: a write to ${this.file}, which was opened for reading only`)
+    if (this.readOnly && ops.length > 0)
+      throw new Error(`internal: a write to ${this.file}, which was opened for reading only`)
     return this.run(() => this.txnImmediate(conditions, ops))
   }
 
@@ -198,7 +208,9 @@ function createDatabase(file: string): boolean {
 }
 
 function hasSchema(db: Database.Database): boolean {
-  return db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')").pluck().get() === 2
+  return (
+    db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kv', 'meta')").pluck().get() === 2
+  )
 }
 
 /**
@@ -243,7 +255,11 @@ function openSnapshot(file: string): Database.Database {
     const before = fs.statSync(file)
     const buf = fs.readFileSync(file)
     const after = fs.statSync(file)
-    const unchanged = before.ino === after.ino && before.size === after.size && before.mtimeMs === after.mtimeMs && before.ctimeMs === after.ctimeMs
+    const unchanged =
+      before.ino === after.ino &&
+      before.size === after.size &&
+      before.mtimeMs === after.mtimeMs &&
+      before.ctimeMs === after.ctimeMs
     if (!unchanged || buf.length !== after.size || sizeOf(wal) > 0) continue
     // Bytes 18 and 19 of the header say "WAL" (2); SQLite will not open a WAL database from memory. With no
     // WAL, every committed page is in `buf`, so the copy is marked as an ordinary (rollback-journal) database.
@@ -310,7 +326,9 @@ function prepareStatements(db: Database.Database) {
     scanKeyRevisions: db.prepare('SELECT key, mod_revision FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
     rev: db.prepare('SELECT mod_revision FROM kv WHERE key = ?').safeIntegers(true).pluck(),
     current: db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck(),
-    put: db.prepare('INSERT INTO kv (key, value, mod_revision) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision'),
+    put: db.prepare(
+      'INSERT INTO kv (key, value, mod_revision) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision',
+    ),
     del: db.prepare('DELETE FROM kv WHERE key = ?'),
     bump: db.prepare("UPDATE meta SET value = ? WHERE name = 'revision'"),
   }
@@ -329,7 +347,8 @@ function* rowsUnder<R extends {key: string}>(stmt: Database.Statement, prefix: s
 
 /** Whether a key under `prefix` has a mod-revision above `rev`. */
 function writtenAfter(st: ReturnType<typeof prepareStatements>, prefix: string, rev: bigint): boolean {
-  for (const r of rowsUnder<{key: string; mod_revision: bigint}>(st.scanKeyRevisions, prefix)) if (r.mod_revision > rev) return true
+  for (const r of rowsUnder<{key: string; mod_revision: bigint}>(st.scanKeyRevisions, prefix))
+    if (r.mod_revision > rev) return true
   return false
 }
 
@@ -355,7 +374,10 @@ function storageHint(file: string): string {
 }
 
 function busyError(file: string, cause: unknown): DatastoreUnavailableError {
-  return new DatastoreUnavailableError(`embedded datastore ${file} is busy: another process held its lock too long; try again`, {cause})
+  return new DatastoreUnavailableError(
+    `embedded datastore ${file} is busy: another process held its lock too long; try again`,
+    {cause},
+  )
 }
 
 function describe(err: unknown): string {

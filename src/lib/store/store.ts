@@ -75,12 +75,21 @@ export function guardFor(key: string, seen: KeyValue | undefined): Condition {
  */
 export async function readMany(store: Store, req: ReadRequest): Promise<ReadResult> {
   if (store.read) return store.read(req)
-  const [gets, lists] = await Promise.all([Promise.all((req.gets ?? []).map((k) => store.get(k))), Promise.all((req.lists ?? []).map((p) => store.list(p)))])
+  const [gets, lists] = await Promise.all([
+    Promise.all((req.gets ?? []).map((k) => store.get(k))),
+    Promise.all((req.lists ?? []).map((p) => store.list(p))),
+  ])
   return {gets, lists}
 }
 
 /** Visit every key starting with `prefix` in order, streaming when the store can (see `Store.each`). */
-export async function forEachKv(store: Store, prefix: string, visit: (kv: KeyValue) => void, opts: {keysOnly?: boolean} = {}): Promise<void> {
+export async function forEachKv(
+  store: Store,
+  prefix: string,
+  visit: (kv: KeyValue) => void,
+  opts: {keysOnly?: boolean} = {},
+): Promise<void> {
   if (store.each) return store.each(prefix, visit, opts)
-  for (const kv of await store.list(prefix)) visit(opts.keysOnly ? {key: kv.key, value: '', modRevision: kv.modRevision} : kv)
+  for (const kv of await store.list(prefix))
+    visit(opts.keysOnly ? {key: kv.key, value: '', modRevision: kv.modRevision} : kv)
 }

@@ -33,15 +33,25 @@ export const NETNS_ANNOTATION = 'ipamctl.io/netns'
 export const NETWORK_ANNOTATION = 'ipamctl.io/network'
 
 /** Segments joined by "-", each "-" inside a segment doubled: node-1/web-0/eth0 → node--1-k8s-web--0-eth0. */
-export function workloadEndpointName(p: {node: string; orchestrator: 'k8s' | 'cni'; pod?: string; containerId: string; ifName: string}): string {
+export function workloadEndpointName(p: {
+  node: string
+  orchestrator: 'k8s' | 'cni'
+  pod?: string
+  containerId: string
+  ifName: string
+}): string {
   const esc = (s: string) => s.replace(/-/g, '--')
   const workload = p.orchestrator === 'k8s' ? p.pod! : p.containerId
   return [p.node, p.orchestrator, workload, p.ifName].map(esc).join('-')
 }
 
-export const endpointKey = (namespace: string, name: string): string => `${keys.resourcePrefix('workloadendpoints')}${namespace}/${name}`
+export const endpointKey = (namespace: string, name: string): string =>
+  `${keys.resourcePrefix('workloadendpoints')}${namespace}/${name}`
 
-export function newWorkloadEndpoint(p: Omit<WorkloadEndpoint, 'uid' | 'creationTimestamp' | 'labels' | 'profiles'>, now: Date): WorkloadEndpoint {
+export function newWorkloadEndpoint(
+  p: Omit<WorkloadEndpoint, 'uid' | 'creationTimestamp' | 'labels' | 'profiles'>,
+  now: Date,
+): WorkloadEndpoint {
   return {
     ...p,
     uid: randomUuid(),
@@ -61,7 +71,13 @@ export function encodeWorkloadEndpoint(w: WorkloadEndpoint): string {
       uid: w.uid,
       creationTimestamp: w.creationTimestamp,
       labels: goMap(w.labels),
-      annotations: w.netns || w.network ? goMap({...(w.netns ? {[NETNS_ANNOTATION]: w.netns} : {}), ...(w.network ? {[NETWORK_ANNOTATION]: w.network} : {})}) : undefined,
+      annotations:
+        w.netns || w.network
+          ? goMap({
+              ...(w.netns ? {[NETNS_ANNOTATION]: w.netns} : {}),
+              ...(w.network ? {[NETWORK_ANNOTATION]: w.network} : {}),
+            })
+          : undefined,
     },
     spec: {
       orchestrator: w.orchestrator,
@@ -123,7 +139,12 @@ export function netnsLiveness(node: string, exists: (path: string) => boolean): 
   return (w) => w.node !== node || !w.netns || exists(w.netns)
 }
 
-export async function listWorkloadEndpoints(store: Store, node?: string): Promise<(WorkloadEndpoint & {kv: KeyValue})[]> {
+export async function listWorkloadEndpoints(
+  store: Store,
+  node?: string,
+): Promise<(WorkloadEndpoint & {kv: KeyValue})[]> {
   const kvs = await store.list(keys.resourcePrefix('workloadendpoints'))
-  return kvs.map((kv) => ({...decodeWorkloadEndpoint(kv.value), kv})).filter((w) => node === undefined || w.node === node)
+  return kvs
+    .map((kv) => ({...decodeWorkloadEndpoint(kv.value), kv}))
+    .filter((w) => node === undefined || w.node === node)
 }

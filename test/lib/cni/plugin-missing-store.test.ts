@@ -3,25 +3,32 @@
 // holds nothing of this container's), GC has nothing to collect and succeeds, STATUS is ready (the first ADD
 // creates the store), CHECK fails (the container's addresses cannot be there), and an ADD that fails before
 // writing (no pool in an empty store) leaves nothing either. No file and no directory appear in any case.
-import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import {after, before, describe, it} from 'node:test';
-import {ensureBuilt, ROOT} from '../../commands/helpers.ts';
-import {runProcess} from '../../support/process.ts';
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {after, before, describe, it} from 'node:test'
+import {ensureBuilt, ROOT} from '../../commands/helpers.ts'
+import {runProcess} from '../../support/process.ts'
 
-const BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs');
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-cni-missing-'));
-after(() => fs.rmSync(tmp, {recursive: true, force: true}));
-before(() => ensureBuilt());
+const BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-cni-missing-'))
+after(() => fs.rmSync(tmp, {recursive: true, force: true}))
+before(() => ensureBuilt())
 
-let n = 0;
-function box(): {root: string; db: string; run: (env: Record<string, string>, conf?: Record<string, unknown>) => Promise<{code: number | null; stdout: string; stderr: string}>} {
-  const dir = path.join(tmp, `box${++n}`);
-  fs.mkdirSync(dir);
-  const root = path.join(dir, 'no-such-dir');
-  const db = path.join(root, 'ipam.db');
+let n = 0
+function box(): {
+  root: string
+  db: string
+  run: (
+    env: Record<string, string>,
+    conf?: Record<string, unknown>,
+  ) => Promise<{code: number | null; stdout: string; stderr: string}>
+} {
+  const dir = path.join(tmp, `box${++n}`)
+  fs.mkdirSync(dir)
+  const root = path.join(dir, 'no-such-dir')
+  const db = path.join(root, 'ipam.db')
   const run = (env: Record<string, string>, conf: Record<string, unknown> = {}) =>
     runProcess(process.execPath, [BIN], {
       cwd: ROOT,
@@ -36,47 +43,50 @@ function box(): {root: string; db: string; run: (env: Record<string, string>, co
         ipam_lock_file: path.join(dir, 'ipam.lock'),
         ...conf,
       }),
-    }).then((r) => ({code: r.code, stdout: r.stdout, stderr: r.stderr}));
-  return {root, db, run};
+    }).then((r) => ({code: r.code, stdout: r.stdout, stderr: r.stderr}))
+  return {root, db, run}
 }
 
-const pod = {CNI_CONTAINERID: 'c1', CNI_NETNS: '/var/run/netns/c1', CNI_IFNAME: 'eth0'};
+const pod = {CNI_CONTAINERID: 'c1', CNI_NETNS: '/var/run/netns/c1', CNI_IFNAME: 'eth0'}
 
 describe('ipamctl-ipam on a datastore_path that does not exist', {concurrency: true}, () => {
   it('DEL exits 0 with no output and creates nothing', async () => {
-    const b = box();
-    const r = await b.run({CNI_COMMAND: 'DEL', ...pod});
-    assert.deepEqual([r.code, r.stdout], [0, ''], r.stderr);
-    assert.equal(fs.existsSync(b.root), false);
-  });
+    const b = box()
+    const r = await b.run({CNI_COMMAND: 'DEL', ...pod})
+    assert.deepEqual([r.code, r.stdout], [0, ''], r.stderr)
+    assert.equal(fs.existsSync(b.root), false)
+  })
 
   it('GC exits 0 and creates nothing', async () => {
-    const b = box();
-    const r = await b.run({CNI_COMMAND: 'GC'}, {'cni.dev/valid-attachments': []});
-    assert.deepEqual([r.code, r.stdout], [0, ''], r.stderr);
-    assert.equal(fs.existsSync(b.root), false);
-  });
+    const b = box()
+    const r = await b.run({CNI_COMMAND: 'GC'}, {'cni.dev/valid-attachments': []})
+    assert.deepEqual([r.code, r.stdout], [0, ''], r.stderr)
+    assert.equal(fs.existsSync(b.root), false)
+  })
 
   it('STATUS exits 0 (ready: ADD will create the store) and creates nothing', async () => {
-    const b = box();
-    const r = await b.run({CNI_COMMAND: 'STATUS'});
-    assert.deepEqual([r.code, r.stdout], [0, ''], r.stderr);
-    assert.equal(fs.existsSync(b.root), false);
-  });
+    const b = box()
+    const r = await b.run({CNI_COMMAND: 'STATUS'})
+    assert.deepEqual([r.code, r.stdout], [0, ''], r.stderr)
+    assert.equal(fs.existsSync(b.root), false)
+  })
 
   it('CHECK fails naming the missing store and creates nothing', async () => {
-    const b = box();
-    const r = await b.run({CNI_COMMAND: 'CHECK', ...pod}, {prevResult: {cniVersion: '1.1.0', ips: [{address: '10.65.0.1/32'}]}});
-    assert.notEqual(r.code, 0);
-    assert.match(r.stdout, new RegExp(`does not exist`));
-    assert.ok(r.stdout.includes(b.db), r.stdout);
-    assert.equal(fs.existsSync(b.root), false);
-  });
+    const b = box()
+    const r = await b.run(
+      {CNI_COMMAND: 'CHECK', ...pod},
+      {prevResult: {cniVersion: '1.1.0', ips: [{address: '10.65.0.1/32'}]}},
+    )
+    assert.notEqual(r.code, 0)
+    assert.match(r.stdout, new RegExp(`does not exist`))
+    assert.ok(r.stdout.includes(b.db), r.stdout)
+    assert.equal(fs.existsSync(b.root), false)
+  })
 
   it('ADD with no pool to allocate from fails and creates nothing', async () => {
-    const b = box();
-    const r = await b.run({CNI_COMMAND: 'ADD', ...pod});
-    assert.notEqual(r.code, 0);
-    assert.equal(fs.existsSync(b.root), false);
-  });
-});
+    const b = box()
+    const r = await b.run({CNI_COMMAND: 'ADD', ...pod})
+    assert.notEqual(r.code, 0)
+    assert.equal(fs.existsSync(b.root), false)
+  })
+})

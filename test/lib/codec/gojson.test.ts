@@ -1,93 +1,96 @@
-import { describe, test } from 'node:test';
-import assert from 'node:assert/strict';
-import { asBigInt, encodeJson, goMap, parseJson, RawJson } from '../../../src/lib/codec/gojson.ts';
-import { ValidationError } from '../../../src/lib/errors.ts';
+import {describe, test} from 'node:test'
+import assert from 'node:assert/strict'
+import {asBigInt, encodeJson, goMap, parseJson, RawJson} from '../../../src/lib/codec/gojson.ts'
+import {ValidationError} from '../../../src/lib/errors.ts'
 
 // A block value exactly as Go's encoding/json writes it (docs/calico.md#block-json, after one allocation).
 const GO_BLOCK =
-  '{"cidr":"10.65.0.0/29","affinity":"host:node-1","affinity_claim_time":"2026-01-02T03:04:05Z","allocations":[0,null,null,null,null,null,null,null],"unallocated":[1,2,3,4,5,6,7],"attributes":[{"handle_id":"k8s-pod-network.0123456789abcdef","secondary":{"namespace":"default","node":"node-1","pod":"web-0","timestamp":"2026-01-02 03:04:06.123456789 +0000 UTC"}}],"sequenceNumber":1767323045000000001,"sequenceNumberForAllocation":{"0":1767323045000000000},"deleted":false}';
+  '{"cidr":"10.65.0.0/29","affinity":"host:node-1","affinity_claim_time":"2026-01-02T03:04:05Z","allocations":[0,null,null,null,null,null,null,null],"unallocated":[1,2,3,4,5,6,7],"attributes":[{"handle_id":"k8s-pod-network.0123456789abcdef","secondary":{"namespace":"default","node":"node-1","pod":"web-0","timestamp":"2026-01-02 03:04:06.123456789 +0000 UTC"}}],"sequenceNumber":1767323045000000001,"sequenceNumberForAllocation":{"0":1767323045000000000},"deleted":false}'
 
 function rejects(text: string): void {
   assert.throws(
     () => parseJson(text),
     (err: unknown) => {
-      assert.ok(err instanceof ValidationError, `expected ValidationError for ${JSON.stringify(text)}, got ${String(err)}`);
-      assert.match(err.message, /malformed JSON/);
-      return true;
+      assert.ok(
+        err instanceof ValidationError,
+        `expected ValidationError for ${JSON.stringify(text)}, got ${String(err)}`,
+      )
+      assert.match(err.message, /malformed JSON/)
+      return true
     },
     JSON.stringify(text),
-  );
+  )
 }
 
 // --- parseJson --------------------------------------------------------------
 
 describe('parseJson numbers', () => {
   test('keeps a uint64 sequence number exact as bigint', () => {
-    const v = parseJson('1767323045000000001');
-    assert.equal(typeof v, 'bigint');
-    assert.equal(v, 1767323045000000001n);
+    const v = parseJson('1767323045000000001')
+    assert.equal(typeof v, 'bigint')
+    assert.equal(v, 1767323045000000001n)
     // JSON.parse would have rounded it.
-    assert.notEqual(BigInt(JSON.parse('1767323045000000001') as number), 1767323045000000001n);
-  });
+    assert.notEqual(BigInt(JSON.parse('1767323045000000001') as number), 1767323045000000001n)
+  })
 
   test('keeps large integers exact inside objects and arrays', () => {
-    const v = parseJson('{"sequenceNumber":1767323045000000001,"list":[18446744073709551615,-9223372036854775808]}');
-    assert.deepEqual(v, { sequenceNumber: 1767323045000000001n, list: [18446744073709551615n, -9223372036854775808n] });
-  });
+    const v = parseJson('{"sequenceNumber":1767323045000000001,"list":[18446744073709551615,-9223372036854775808]}')
+    assert.deepEqual(v, {sequenceNumber: 1767323045000000001n, list: [18446744073709551615n, -9223372036854775808n]})
+  })
 
   test('small integers are plain numbers', () => {
-    assert.equal(parseJson('42'), 42);
-    assert.equal(parseJson('0'), 0);
-    assert.equal(parseJson('-7'), -7);
-    assert.deepEqual(parseJson('[0,1,63]'), [0, 1, 63]);
-  });
+    assert.equal(parseJson('42'), 42)
+    assert.equal(parseJson('0'), 0)
+    assert.equal(parseJson('-7'), -7)
+    assert.deepEqual(parseJson('[0,1,63]'), [0, 1, 63])
+  })
 
   test('the safe-integer boundary: 2^53-1 is a number, 2^53 is a bigint', () => {
-    assert.equal(parseJson('9007199254740991'), 9007199254740991);
-    assert.equal(typeof parseJson('9007199254740991'), 'number');
-    assert.equal(parseJson('9007199254740992'), 9007199254740992n);
-    assert.equal(parseJson('-9007199254740991'), -9007199254740991);
-    assert.equal(parseJson('-9007199254740993'), -9007199254740993n);
-  });
+    assert.equal(parseJson('9007199254740991'), 9007199254740991)
+    assert.equal(typeof parseJson('9007199254740991'), 'number')
+    assert.equal(parseJson('9007199254740992'), 9007199254740992n)
+    assert.equal(parseJson('-9007199254740991'), -9007199254740991)
+    assert.equal(parseJson('-9007199254740993'), -9007199254740993n)
+  })
 
   test('fractions and exponents are numbers', () => {
-    assert.equal(parseJson('1.5'), 1.5);
-    assert.equal(parseJson('-0.25'), -0.25);
-    assert.equal(parseJson('1e3'), 1000);
-    assert.equal(parseJson('2E-2'), 0.02);
-  });
-});
+    assert.equal(parseJson('1.5'), 1.5)
+    assert.equal(parseJson('-0.25'), -0.25)
+    assert.equal(parseJson('1e3'), 1000)
+    assert.equal(parseJson('2E-2'), 0.02)
+  })
+})
 
 describe('parseJson values', () => {
   test('literals, strings with escapes and nesting', () => {
-    assert.equal(parseJson('true'), true);
-    assert.equal(parseJson('false'), false);
-    assert.equal(parseJson('null'), null);
-    assert.equal(parseJson('"a\\u003cb\\n\\"\\\\\\/"'), 'a<b\n"\\/');
-    assert.equal(parseJson('"\\ud83d\\ude00"'), '\u{1f600}');
-    assert.deepEqual(parseJson('{"a":{"b":[null,true,"x"]},"c":[]}'), { a: { b: [null, true, 'x'] }, c: [] });
-  });
+    assert.equal(parseJson('true'), true)
+    assert.equal(parseJson('false'), false)
+    assert.equal(parseJson('null'), null)
+    assert.equal(parseJson('"a\\u003cb\\n\\"\\\\\\/"'), 'a<b\n"\\/')
+    assert.equal(parseJson('"\\ud83d\\ude00"'), '\u{1f600}')
+    assert.deepEqual(parseJson('{"a":{"b":[null,true,"x"]},"c":[]}'), {a: {b: [null, true, 'x']}, c: []})
+  })
 
   test('insignificant whitespace is allowed everywhere JSON allows it', () => {
-    assert.deepEqual(parseJson(' \t\n{ "a" : [ 1 , 2 ] ,\r\n "b":{ } } \n'), { a: [1, 2], b: {} });
-  });
+    assert.deepEqual(parseJson(' \t\n{ "a" : [ 1 , 2 ] ,\r\n "b":{ } } \n'), {a: [1, 2], b: {}})
+  })
 
   test('parses a Go-encoded block with exact sequence numbers', () => {
-    const v = parseJson(GO_BLOCK) as Record<string, unknown>;
-    assert.equal(v.sequenceNumber, 1767323045000000001n);
-    assert.deepEqual(v.sequenceNumberForAllocation, { '0': 1767323045000000000n });
-    assert.deepEqual(v.unallocated, [1, 2, 3, 4, 5, 6, 7]);
-    assert.equal(v.affinity, 'host:node-1');
-  });
+    const v = parseJson(GO_BLOCK) as Record<string, unknown>
+    assert.equal(v.sequenceNumber, 1767323045000000001n)
+    assert.deepEqual(v.sequenceNumberForAllocation, {'0': 1767323045000000000n})
+    assert.deepEqual(v.unallocated, [1, 2, 3, 4, 5, 6, 7])
+    assert.equal(v.affinity, 'host:node-1')
+  })
 
   test('rejects trailing data', () => {
-    rejects('{"a":1} x');
-    rejects('{"a":1}}');
-    rejects('1 2');
-    rejects('nullnull');
-    rejects('01');
-    rejects('1.');
-  });
+    rejects('{"a":1} x')
+    rejects('{"a":1}}')
+    rejects('1 2')
+    rejects('nullnull')
+    rejects('01')
+    rejects('1.')
+  })
 
   test('rejects malformed input', () => {
     for (const bad of [
@@ -112,103 +115,123 @@ describe('parseJson values', () => {
       '[',
       '.5',
     ]) {
-      rejects(bad);
+      rejects(bad)
     }
-  });
+  })
 
   test('a __proto__ member is kept as an ordinary own key', () => {
-    const v = parseJson('{"__proto__":{"a":1}}') as Record<string, unknown>;
-    assert.deepEqual(Object.keys(v), ['__proto__']);
-    assert.equal(Object.getPrototypeOf(v), Object.prototype);
-  });
-});
+    const v = parseJson('{"__proto__":{"a":1}}') as Record<string, unknown>
+    assert.deepEqual(Object.keys(v), ['__proto__'])
+    assert.equal(Object.getPrototypeOf(v), Object.prototype)
+  })
+})
 
 describe('round trip', () => {
   test('encodeJson(parseJson(go bytes)) reproduces the bytes', () => {
-    assert.equal(encodeJson(parseJson(GO_BLOCK)), GO_BLOCK);
-    for (const s of ['null', 'true', '[]', '{}', '[1,-2,1.5,"x",null,{"k":[18446744073709551615]}]', '"\\u003cscript\\u003e"']) {
-      assert.equal(encodeJson(parseJson(s)), s);
+    assert.equal(encodeJson(parseJson(GO_BLOCK)), GO_BLOCK)
+    for (const s of [
+      'null',
+      'true',
+      '[]',
+      '{}',
+      '[1,-2,1.5,"x",null,{"k":[18446744073709551615]}]',
+      '"\\u003cscript\\u003e"',
+    ]) {
+      assert.equal(encodeJson(parseJson(s)), s)
     }
-  });
+  })
 
   test('parseJson(encodeJson(v)) gives back v', () => {
-    const v = { s: 'a<b>&c\u2028\n\u0001é\u{1f600}', n: 3, big: 1767323045000000001n, neg: -1, arr: [null, false, true, [1, [2]]], o: { x: {} } };
-    assert.deepEqual(parseJson(encodeJson(v)), v);
-  });
-});
+    const v = {
+      s: 'a<b>&c\u2028\n\u0001é\u{1f600}',
+      n: 3,
+      big: 1767323045000000001n,
+      neg: -1,
+      arr: [null, false, true, [1, [2]]],
+      o: {x: {}},
+    }
+    assert.deepEqual(parseJson(encodeJson(v)), v)
+  })
+})
 
 // --- encodeJson -------------------------------------------------------------
 
 describe('encodeJson strings (Go escaping)', () => {
   test('escapes <, > and & as \\u003c, \\u003e, \\u0026', () => {
-    assert.equal(encodeJson('<a href="x">&amp;</a>'), '"\\u003ca href=\\"x\\"\\u003e\\u0026amp;\\u003c/a\\u003e"');
-  });
+    assert.equal(encodeJson('<a href="x">&amp;</a>'), '"\\u003ca href=\\"x\\"\\u003e\\u0026amp;\\u003c/a\\u003e"')
+  })
 
   test('escapes U+2028 and U+2029', () => {
-    assert.equal(encodeJson('a\u2028b\u2029c'), '"a\\u2028b\\u2029c"');
-  });
+    assert.equal(encodeJson('a\u2028b\u2029c'), '"a\\u2028b\\u2029c"')
+  })
 
   test('short escapes for \\n \\r \\t, quote and backslash', () => {
-    assert.equal(encodeJson('\n'), '"\\n"');
-    assert.equal(encodeJson('a\r\nb\tc'), '"a\\r\\nb\\tc"');
-    assert.equal(encodeJson('say "hi" \\ bye'), '"say \\"hi\\" \\\\ bye"');
-  });
+    assert.equal(encodeJson('\n'), '"\\n"')
+    assert.equal(encodeJson('a\r\nb\tc'), '"a\\r\\nb\\tc"')
+    assert.equal(encodeJson('say "hi" \\ bye'), '"say \\"hi\\" \\\\ bye"')
+  })
 
   test('other control characters as lower-case \\u00XX', () => {
-    assert.equal(encodeJson('\u0001'), '"\\u0001"');
-    assert.equal(encodeJson('\u0000'), '"\\u0000"');
-    assert.equal(encodeJson('\u001b[0m'), '"\\u001b[0m"');
-    assert.equal(encodeJson('\u001f'), '"\\u001f"');
-  });
+    assert.equal(encodeJson('\u0001'), '"\\u0001"')
+    assert.equal(encodeJson('\u0000'), '"\\u0000"')
+    assert.equal(encodeJson('\u001b[0m'), '"\\u001b[0m"')
+    assert.equal(encodeJson('\u001f'), '"\\u001f"')
+  })
 
   test('does not escape /, DEL or non-ASCII text', () => {
-    assert.equal(encodeJson('a/b'), '"a/b"');
-    assert.equal(encodeJson('\u007f'), '"\u007f"');
-    assert.equal(encodeJson('héllo ☃ \u{1f600}'), '"héllo ☃ \u{1f600}"');
-  });
+    assert.equal(encodeJson('a/b'), '"a/b"')
+    assert.equal(encodeJson('\u007f'), '"\u007f"')
+    assert.equal(encodeJson('héllo ☃ \u{1f600}'), '"héllo ☃ \u{1f600}"')
+  })
 
   test('object keys are escaped the same way', () => {
-    assert.equal(encodeJson(new Map([['<k>', 1]])), '{"\\u003ck\\u003e":1}');
-    assert.equal(encodeJson({ 'a&b': 'x' }), '{"a\\u0026b":"x"}');
-  });
-});
+    assert.equal(encodeJson(new Map([['<k>', 1]])), '{"\\u003ck\\u003e":1}')
+    assert.equal(encodeJson({'a&b': 'x'}), '{"a\\u0026b":"x"}')
+  })
+})
 
 describe('encodeJson values', () => {
   test('scalars', () => {
-    assert.equal(encodeJson(null), 'null');
-    assert.equal(encodeJson(true), 'true');
-    assert.equal(encodeJson(false), 'false');
-    assert.equal(encodeJson(0), '0');
-    assert.equal(encodeJson(-12), '-12');
-    assert.equal(encodeJson(1.5), '1.5');
-  });
+    assert.equal(encodeJson(null), 'null')
+    assert.equal(encodeJson(true), 'true')
+    assert.equal(encodeJson(false), 'false')
+    assert.equal(encodeJson(0), '0')
+    assert.equal(encodeJson(-12), '-12')
+    assert.equal(encodeJson(1.5), '1.5')
+  })
 
   test('bigint is written as plain digits', () => {
-    assert.equal(encodeJson(1767323045000000001n), '1767323045000000001');
-    assert.equal(encodeJson({ sequenceNumber: 18446744073709551615n }), '{"sequenceNumber":18446744073709551615}');
-    assert.equal(encodeJson([-5n]), '[-5]');
-  });
+    assert.equal(encodeJson(1767323045000000001n), '1767323045000000001')
+    assert.equal(encodeJson({sequenceNumber: 18446744073709551615n}), '{"sequenceNumber":18446744073709551615}')
+    assert.equal(encodeJson([-5n]), '[-5]')
+  })
 
   test('no whitespace; object members in insertion order', () => {
-    assert.equal(encodeJson({ cidr: 'x', affinity: null, allocations: [null, 0], deleted: false }), '{"cidr":"x","affinity":null,"allocations":[null,0],"deleted":false}');
-    assert.equal(encodeJson({ z: 1, a: 2 }), '{"z":1,"a":2}');
-  });
+    assert.equal(
+      encodeJson({cidr: 'x', affinity: null, allocations: [null, 0], deleted: false}),
+      '{"cidr":"x","affinity":null,"allocations":[null,0],"deleted":false}',
+    )
+    assert.equal(encodeJson({z: 1, a: 2}), '{"z":1,"a":2}')
+  })
 
   test('undefined members are omitted (omitempty); null is kept', () => {
-    assert.equal(encodeJson({ a: 1, b: undefined, c: null, d: undefined }), '{"a":1,"c":null}');
-    assert.equal(encodeJson({ only: undefined }), '{}');
-  });
+    assert.equal(encodeJson({a: 1, b: undefined, c: null, d: undefined}), '{"a":1,"c":null}')
+    assert.equal(encodeJson({only: undefined}), '{}')
+  })
 
   test('empty containers', () => {
-    assert.equal(encodeJson([]), '[]');
-    assert.equal(encodeJson({}), '{}');
-    assert.equal(encodeJson(new Map()), '{}');
-  });
+    assert.equal(encodeJson([]), '[]')
+    assert.equal(encodeJson({}), '{}')
+    assert.equal(encodeJson(new Map()), '{}')
+  })
 
   test('RawJson is spliced verbatim', () => {
-    assert.equal(encodeJson({ attributes: new RawJson('null'), x: new RawJson('[ 1 , 2 ]') }), '{"attributes":null,"x":[ 1 , 2 ]}');
-    assert.equal(encodeJson([new RawJson('{"k":"<"}')]), '[{"k":"<"}]');
-  });
+    assert.equal(
+      encodeJson({attributes: new RawJson('null'), x: new RawJson('[ 1 , 2 ]')}),
+      '{"attributes":null,"x":[ 1 , 2 ]}',
+    )
+    assert.equal(encodeJson([new RawJson('{"k":"<"}')]), '[{"k":"<"}]')
+  })
 
   test('a Map keeps insertion order, even for integer-like keys', () => {
     const m = new Map<string, unknown>([
@@ -216,24 +239,24 @@ describe('encodeJson values', () => {
       ['a', 2],
       ['10', 3],
       ['2', 4],
-    ]);
-    assert.equal(encodeJson(m), '{"b":1,"a":2,"10":3,"2":4}');
-  });
+    ])
+    assert.equal(encodeJson(m), '{"b":1,"a":2,"10":3,"2":4}')
+  })
 
   test('non-finite numbers and unsupported types throw', () => {
-    assert.throws(() => encodeJson(Number.NaN), TypeError);
-    assert.throws(() => encodeJson(Number.POSITIVE_INFINITY), TypeError);
-    assert.throws(() => encodeJson({ f: () => 1 }), TypeError);
-    assert.throws(() => encodeJson(Symbol('s')), TypeError);
-  });
-});
+    assert.throws(() => encodeJson(Number.NaN), TypeError)
+    assert.throws(() => encodeJson(Number.POSITIVE_INFINITY), TypeError)
+    assert.throws(() => encodeJson({f: () => 1}), TypeError)
+    assert.throws(() => encodeJson(Symbol('s')), TypeError)
+  })
+})
 
 describe('goMap', () => {
   test('sorts keys bytewise: "10" before "2"', () => {
-    const m = goMap({ '2': 2n, '10': 10n, '1': 1n, '0': 0n });
-    assert.deepEqual([...m.keys()], ['0', '1', '10', '2']);
-    assert.equal(encodeJson(m), '{"0":0,"1":1,"10":10,"2":2}');
-  });
+    const m = goMap({'2': 2n, '10': 10n, '1': 1n, '0': 0n})
+    assert.deepEqual([...m.keys()], ['0', '1', '10', '2'])
+    assert.equal(encodeJson(m), '{"0":0,"1":1,"10":10,"2":2}')
+  })
 
   test('sorts a Map too, upper-case before lower-case, prefixes first', () => {
     const m = goMap(
@@ -245,36 +268,39 @@ describe('goMap', () => {
         ['no', 'y'],
         ['timestamp', 't'],
       ]),
-    );
-    assert.equal(encodeJson(m), '{"Node":"N","namespace":"n","no":"y","node":"x","pod":"p","timestamp":"t"}');
-  });
+    )
+    assert.equal(encodeJson(m), '{"Node":"N","namespace":"n","no":"y","node":"x","pod":"p","timestamp":"t"}')
+  })
 
   test('does not mutate its input', () => {
     const input = new Map([
       ['b', 1],
       ['a', 2],
-    ]);
-    goMap(input);
-    assert.deepEqual([...input.keys()], ['b', 'a']);
-  });
+    ])
+    goMap(input)
+    assert.deepEqual([...input.keys()], ['b', 'a'])
+  })
 
   test('orders by UTF-8 bytes, not UTF-16 code units', () => {
-    const m = goMap({ '\u{10000}': 2, '\uffff': 1 });
-    assert.deepEqual([...m.keys()], ['\uffff', '\u{10000}']);
-  });
-});
+    const m = goMap({'\u{10000}': 2, '\uffff': 1})
+    assert.deepEqual([...m.keys()], ['\uffff', '\u{10000}'])
+  })
+})
 
 describe('asBigInt', () => {
   test('accepts bigints and integral numbers', () => {
-    assert.equal(asBigInt(5, 'x'), 5n);
-    assert.equal(asBigInt(1767323045000000001n, 'x'), 1767323045000000001n);
+    assert.equal(asBigInt(5, 'x'), 5n)
+    assert.equal(asBigInt(1767323045000000001n, 'x'), 1767323045000000001n)
     // Digit strings come from the block fast path, which quotes sequence numbers before JSON.parse.
-    assert.equal(asBigInt('1767323045000000001', 'x'), 1767323045000000001n);
-  });
+    assert.equal(asBigInt('1767323045000000001', 'x'), 1767323045000000001n)
+  })
 
   test('rejects non-integers with a ValidationError naming the field', () => {
     for (const bad of [1.5, '5x', '', '1.5', null, undefined, [1]] as const) {
-      assert.throws(() => asBigInt(bad as never, 'sequenceNumber'), (err: unknown) => err instanceof ValidationError && /sequenceNumber/.test(err.message));
+      assert.throws(
+        () => asBigInt(bad as never, 'sequenceNumber'),
+        (err: unknown) => err instanceof ValidationError && /sequenceNumber/.test(err.message),
+      )
     }
-  });
-});
+  })
+})

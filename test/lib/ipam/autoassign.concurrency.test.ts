@@ -18,13 +18,17 @@ const PER_PROC = 200
 
 function runWorker(db: string, host: string, prefix: string, count = PER_PROC): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, db, host, String(count), prefix], {stdio: ['ignore', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, db, host, String(count), prefix], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     let err = ''
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (err += d))
     child.on('error', reject)
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as string[]) : reject(new Error(`worker ${prefix} exited ${code}: ${err}`))))
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out) as string[]) : reject(new Error(`worker ${prefix} exited ${code}: ${err}`)),
+    )
   })
 }
 
@@ -54,16 +58,22 @@ async function race(hostOf: (i: number) => string, blockSize: number): Promise<v
   }
 }
 
-test('8 processes x 200 allocations on ONE host: 1600 distinct addresses, invariants hold', {timeout: 120_000}, async () => {
+test('8 processes x 200 allocations on ONE host: 1600 distinct addresses, invariants hold', {
+  timeout: 120_000,
+}, async () => {
   // /24 blocks keep the host under the default cap of 20 blocks (1600 / 256 = 7 blocks).
   await race(() => 'same-host', 24)
 })
 
-test('8 processes x 200 allocations on 8 hosts: 1600 distinct addresses, invariants hold', {timeout: 120_000}, async () => {
+test('8 processes x 200 allocations on 8 hosts: 1600 distinct addresses, invariants hold', {
+  timeout: 120_000,
+}, async () => {
   await race((i) => `host-${i}`, 26)
 })
 
-test('8 processes fill ONE host up to its block cap (strict affinity, 2 blocks of /26): 128 addresses, never a third block', {timeout: 120_000}, async () => {
+test('8 processes fill ONE host up to its block cap (strict affinity, 2 blocks of /26): 128 addresses, never a third block', {
+  timeout: 120_000,
+}, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-conc-'))
   const db = path.join(dir, 'ipam.db')
   try {

@@ -1,14 +1,14 @@
 // createPools against concurrent pool writes, deterministically: a store wrapper performs another writer's
 // pool create at a chosen moment (between a manifest's first and second transaction), as a racing process would.
-import assert from 'node:assert/strict';
-import {describe, test} from 'node:test';
-import {ConflictError} from '../../../src/lib/errors.ts';
-import {makeCtx} from '../../../src/lib/ipam/context.ts';
-import {createPools, listPools} from '../../../src/lib/ipam/pool-admin.ts';
-import type {PoolInput} from '../../../src/lib/ipam/pool.ts';
-import {keys} from '../../../src/lib/store/keys.ts';
-import {MemoryStore} from '../../../src/lib/store/memory.ts';
-import type {Condition, Store, TxnResult, WriteOp} from '../../../src/lib/store/store.ts';
+import assert from 'node:assert/strict'
+import {describe, test} from 'node:test'
+import {ConflictError} from '../../../src/lib/errors.ts'
+import {makeCtx} from '../../../src/lib/ipam/context.ts'
+import {createPools, listPools} from '../../../src/lib/ipam/pool-admin.ts'
+import type {PoolInput} from '../../../src/lib/ipam/pool.ts'
+import {keys} from '../../../src/lib/store/keys.ts'
+import {MemoryStore} from '../../../src/lib/store/memory.ts'
+import type {Condition, Store, TxnResult, WriteOp} from '../../../src/lib/store/store.ts'
 
 /** A memory store that runs `between` once, right after the first successful write of pools. */
 class InterleavingStore extends MemoryStore {
@@ -35,8 +35,15 @@ describe('createPools: a manifest written in several transactions', () => {
       await createPools(makeCtx(s), [{name: 'intruder', cidr: '10.1.140.0/24'}])
     })
     const ctx = makeCtx(store)
-    await assert.rejects(createPools(ctx, manifest()), (err: Error) => err instanceof ConflictError && /IPPool\(m-140\) CIDR overlaps with IPPool\(intruder\)/.test(err.message))
-    assert.deepEqual((await listPools(ctx)).map((p) => p.name), ['intruder'])
+    await assert.rejects(
+      createPools(ctx, manifest()),
+      (err: Error) =>
+        err instanceof ConflictError && /IPPool\(m-140\) CIDR overlaps with IPPool\(intruder\)/.test(err.message),
+    )
+    assert.deepEqual(
+      (await listPools(ctx)).map((p) => p.name),
+      ['intruder'],
+    )
   })
 
   test('a pool created between its transactions that overlaps none of it: the manifest is completed', async () => {
@@ -56,7 +63,11 @@ describe('createPools: a manifest written in several transactions', () => {
     })
     const ctx = makeCtx(store)
     await createPools(ctx, manifest())
-    assert.ok(intruderError instanceof ConflictError && /IPPool\(late\) CIDR overlaps with IPPool\(m-3\)/.test(intruderError.message), String(intruderError))
+    assert.ok(
+      intruderError instanceof ConflictError &&
+        /IPPool\(late\) CIDR overlaps with IPPool\(m-3\)/.test(intruderError.message),
+      String(intruderError),
+    )
     assert.equal((await listPools(ctx)).length, 150)
   })
 })
@@ -77,11 +88,17 @@ test('createPools: a create that read the pools before a concurrent overlapping 
     }
     return out
   }
-  const results = await Promise.allSettled([createPools(ctx, [{name: 'a', cidr: '10.9.0.0/24'}]), createPools(ctx, [{name: 'b', cidr: '10.9.0.0/24'}])])
+  const results = await Promise.allSettled([
+    createPools(ctx, [{name: 'a', cidr: '10.9.0.0/24'}]),
+    createPools(ctx, [{name: 'b', cidr: '10.9.0.0/24'}]),
+  ])
   const won = results.filter((r) => r.status === 'fulfilled')
   assert.equal(won.length, 1)
   const winner = (await listPools(ctx)).map((p) => p.name)
   assert.equal(winner.length, 1)
   const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult
-  assert.ok(lost.reason instanceof ConflictError && lost.reason.message.includes(`overlaps with IPPool(${winner[0]})`), String(lost.reason))
+  assert.ok(
+    lost.reason instanceof ConflictError && lost.reason.message.includes(`overlaps with IPPool(${winner[0]})`),
+    String(lost.reason),
+  )
 })

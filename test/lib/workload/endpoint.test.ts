@@ -1,14 +1,21 @@
 // WorkloadEndpoint decoding: the native-parser decoder gives exactly what the former lossless-parser decoder
 // gave, on endpoints as ipamctl writes them, as Calico writes them, and on damaged ones.
-import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { parseJson } from '../../../src/lib/codec/gojson.ts';
-import { decodeWorkloadEndpoint, encodeWorkloadEndpoint, NETNS_ANNOTATION, newWorkloadEndpoint, type WorkloadEndpoint, workloadEndpointFrom } from '../../../src/lib/workload/endpoint.ts';
+import assert from 'node:assert/strict'
+import {describe, it} from 'node:test'
+import {parseJson} from '../../../src/lib/codec/gojson.ts'
+import {
+  decodeWorkloadEndpoint,
+  encodeWorkloadEndpoint,
+  NETNS_ANNOTATION,
+  newWorkloadEndpoint,
+  type WorkloadEndpoint,
+  workloadEndpointFrom,
+} from '../../../src/lib/workload/endpoint.ts'
 
 /** The decoder before it switched to the native parser: the same field mapping over the lossless parser. */
-const formerDecode = (text: string): WorkloadEndpoint => workloadEndpointFrom(parseJson(text));
+const formerDecode = (text: string): WorkloadEndpoint => workloadEndpointFrom(parseJson(text))
 
-const now = new Date('2026-11-22T10:00:00Z');
+const now = new Date('2026-11-22T10:00:00Z')
 
 const written = [
   newWorkloadEndpoint(
@@ -41,7 +48,7 @@ const written = [
     },
     now,
   ),
-].map(encodeWorkloadEndpoint);
+].map(encodeWorkloadEndpoint)
 
 // As Calico's own components write them: more metadata and spec members, numbers (some beyond 2^53, where
 // the two parsers differ) in members the decoder does not read, escapes in strings.
@@ -56,8 +63,13 @@ const calico = JSON.stringify({
     resourceVersion: '18446744073709551615',
     generation: 12345678901234567890,
     creationTimestamp: '2026-01-02T03:04:05Z',
-    labels: { app: 'api', 'projectcalico.org/namespace': 'prod', 'projectcalico.org/orchestrator': 'k8s', quote: 'a"b\\c<&>\u2028' },
-    annotations: { [NETNS_ANNOTATION]: '/proc/1234/ns/net', other: 'x' },
+    labels: {
+      app: 'api',
+      'projectcalico.org/namespace': 'prod',
+      'projectcalico.org/orchestrator': 'k8s',
+      quote: 'a"b\\c<&>\u2028',
+    },
+    annotations: {[NETNS_ANNOTATION]: '/proc/1234/ns/net', other: 'x'},
   },
   spec: {
     orchestrator: 'k8s',
@@ -67,14 +79,14 @@ const calico = JSON.stringify({
     endpoint: 'eth0',
     serviceAccountName: 'default',
     ipNetworks: ['10.65.1.2/32', 'fd00::0001/128'],
-    ipNATs: [{ internalIP: '10.65.1.2', externalIP: '1.2.3.4' }],
+    ipNATs: [{internalIP: '10.65.1.2', externalIP: '1.2.3.4'}],
     profiles: ['kns.prod', 'ksa.prod.default'],
     interfaceName: 'calie3b0c44298f',
     mac: '0a:58:0a:41:01:02',
-    ports: [{ name: 'http', port: 8080, protocol: 'TCP', hostPort: 0 }],
+    ports: [{name: 'http', port: 8080, protocol: 'TCP', hostPort: 0}],
     allowSpoofedSourcePrefixes: [],
   },
-});
+})
 
 const damaged = [
   '{}',
@@ -85,7 +97,7 @@ const damaged = [
   '{"spec":{"ipNetworks":[1,"10.0.0.1/32",null,true],"profiles":[2]}}',
   '{"metadata":{"annotations":{"ipamctl.io/netns":""}},"spec":{"node":"n"}}',
   '{"metadata":{"name":"dup","name":"last wins"}}',
-];
+]
 
 describe('decodeWorkloadEndpoint', () => {
   for (const [what, texts] of [
@@ -94,28 +106,42 @@ describe('decodeWorkloadEndpoint', () => {
     ['damaged', damaged],
   ] as const) {
     it(`decodes exactly as the former lossless decoder did: endpoints ${what}`, () => {
-      for (const text of texts) assert.deepEqual(decodeWorkloadEndpoint(text), formerDecode(text), text);
-    });
+      for (const text of texts) assert.deepEqual(decodeWorkloadEndpoint(text), formerDecode(text), text)
+    })
   }
 
   it('round-trips what ipamctl writes', () => {
     const w = newWorkloadEndpoint(
-      { name: 'n-k8s-p-eth0', namespace: 'default', orchestrator: 'k8s', node: 'n', containerID: 'c', pod: 'p', endpoint: 'eth0', ipNetworks: ['10.0.0.1/32'], interfaceName: 'cali0', netns: '/run/netns/x' },
+      {
+        name: 'n-k8s-p-eth0',
+        namespace: 'default',
+        orchestrator: 'k8s',
+        node: 'n',
+        containerID: 'c',
+        pod: 'p',
+        endpoint: 'eth0',
+        ipNetworks: ['10.0.0.1/32'],
+        interfaceName: 'cali0',
+        netns: '/run/netns/x',
+      },
       now,
-    );
-    assert.deepEqual(decodeWorkloadEndpoint(encodeWorkloadEndpoint(w)), { ...w, mac: undefined });
-  });
+    )
+    assert.deepEqual(decodeWorkloadEndpoint(encodeWorkloadEndpoint(w)), {...w, mac: undefined})
+  })
 
   it('rejects malformed JSON with the same error as before', () => {
     for (const text of ['', '{', '{"metadata":', 'not json']) {
-      let former: unknown;
+      let former: unknown
       try {
-        formerDecode(text);
+        formerDecode(text)
       } catch (err) {
-        former = err;
+        former = err
       }
-      assert.ok(former instanceof Error);
-      assert.throws(() => decodeWorkloadEndpoint(text), (err: Error) => err.constructor === former.constructor && err.message === former.message);
+      assert.ok(former instanceof Error)
+      assert.throws(
+        () => decodeWorkloadEndpoint(text),
+        (err: Error) => err.constructor === former.constructor && err.message === former.message,
+      )
     }
-  });
-});
+  })
+})

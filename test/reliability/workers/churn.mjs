@@ -24,7 +24,8 @@ const {makeCtx} = await import(path.join(DIST, 'ipam', 'context.js'))
 const {openStore} = await import(path.join(DIST, 'store', 'open.js'))
 
 const [spec, host, prefix, seedText, opsText, logFile] = process.argv.slice(2)
-if (!spec || !host || !prefix) throw new Error('usage: churn.mjs <store> <host> <handle prefix> <seed> <ops|0> [log file]')
+if (!spec || !host || !prefix)
+  throw new Error('usage: churn.mjs <store> <host> <handle prefix> <seed> <ops|0> [log file]')
 let seed = Number(seedText) >>> 0 || 1
 const rand = () => {
   seed ^= seed << 13
@@ -36,7 +37,10 @@ const rand = () => {
 }
 
 const etcd = spec.startsWith('etcd:') ? spec.slice(5) : undefined
-const store = await openStore({type: etcd ? 'etcdv3' : 'embedded', path: spec, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}}, {mode: 'create'})
+const store = await openStore(
+  {type: etcd ? 'etcdv3' : 'embedded', path: spec, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}},
+  {mode: 'create'},
+)
 const ctx = makeCtx(store)
 const held = []
 const log = logFile ? fs.openSync(logFile, 'a') : undefined
