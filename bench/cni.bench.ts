@@ -43,7 +43,7 @@ need(
   fs.existsSync(path.join(CNI_DIR, 'host-local')) && fs.existsSync(path.join(CNI_DIR, 'ptp')),
   `no ${CNI_DIR}/host-local or ptp: apt-get install -y containernetworking-plugins`,
 )
-need(fs.existsSync(path.join(ROOT, 'dist', 'lib', 'cni', 'ipam-main.js')), 'not built: npm run build')
+need(fs.existsSync(path.join(ROOT, 'dist', 'plugins', 'ipam', 'main.js')), 'not built: npm run build')
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-cni-bench-'))
 const db = path.join(dir, 'ipam.db')
@@ -424,8 +424,8 @@ const entryOf = (bundle: string, compiled: string) => {
 }
 const entries = () =>
   [
-    entryOf('dist/cni/ipamctl-ipam.cjs', 'dist/lib/cni/ipam-main.js'),
-    entryOf('dist/cni/ipamctl-cni.cjs', 'dist/lib/cni/cni-main.js'),
+    entryOf('dist/cni/ipamctl-ipam.cjs', 'dist/plugins/ipam/main.js'),
+    entryOf('dist/cni/ipamctl-cni.cjs', 'dist/plugins/main/main.js'),
     entryOf('dist/cli-bundle/ipamctl.cjs', 'dist/cli/base.js'),
   ].join(', ')
 const entriesBefore = entries()

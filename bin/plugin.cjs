@@ -3,7 +3,7 @@
 // fs/promises with it), ~6 ms of a plugin's start-up, and a plugin is exec'd once per pod operation.
 // Runs the bundle from scripts/bundle-cni.mjs through load-bundle.cjs (a V8 code cache made at build time), or
 // the tsc output when that is newer (src/ rebuilt with tsc alone since the last `npm run build`) or the bundle is
-// missing. No oclif here: see src/lib/cni/ipam-main.ts.
+// missing. No oclif here: see src/plugins/ipam/main.ts.
 const {statSync} = require('node:fs')
 const path = require('node:path')
 

@@ -126,7 +126,7 @@ const packages = {
 }
 
 fs.rmSync(OUT, {recursive: true, force: true})
-const ENTRIES = {'ipamctl-ipam': 'src/lib/cni/ipam-main.ts', 'ipamctl-cni': 'src/lib/cni/cni-main.ts'}
+const ENTRIES = {'ipamctl-ipam': 'src/plugins/ipam/main.ts', 'ipamctl-cni': 'src/plugins/main/main.ts'}
 const result = await build({
   absWorkingDir: ROOT,
   entryPoints: ENTRIES,

@@ -1,12 +1,12 @@
 // The shared base of every command: datastore flags, output flag, and the mapping from typed errors to
 // one line on stderr plus a documented exit code.
-import {Command, Flags, Errors} from '@oclif/core'
+import {Command, Errors, Flags} from '@oclif/core'
 import {EXIT_CODES, IpamError} from '../lib/errors.js'
 import {describeCommitted, Interrupt} from '../lib/interrupt.js'
-import {makeCtx, type Ctx} from '../lib/ipam/context.js'
-import {type OpenMode, openStore} from '../lib/store/open.js'
-import {DEFAULT_CONFIG_FILE, type DatastoreSettings, resolveSettings} from '../lib/store/settings.js'
-import type {Store} from '../lib/store/store.js'
+import {type Ctx, makeCtx} from '../lib/ipam/context.js'
+import {openStore} from '../lib/store/open.js'
+import {type DatastoreSettings, DEFAULT_CONFIG_FILE, resolveSettings} from '../lib/store/settings.js'
+import type {OpenMode, Store} from '../lib/store/store.js'
 import type {OutputFormat} from './render.js'
 import {errorStyle} from './style.js'
 

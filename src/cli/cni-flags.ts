@@ -1,6 +1,6 @@
 // Flags shared by `cni add|del|check`.
 import {Flags} from '@oclif/core'
-import type {ManualRequest} from '../lib/cni/manual.js'
+import type {ManualRequest} from '../plugins/main/manual.js'
 import type {DatastoreSettings} from '../lib/store/settings.js'
 
 export const podFlags = {

@@ -14,7 +14,7 @@ import {ROOT} from './helpers.ts'
 
 const NET = 'net1'
 const NODE = 'node-e'
-const TRACE = path.join(ROOT, 'test', 'lib', 'cni', 'fixtures', 'trace-modules.mjs')
+const TRACE = path.join(ROOT, 'test', 'support', 'trace-modules.mjs')
 
 describe('ipamctl agent on etcd', {skip: etcdSkipReason}, () => {
   let server: EtcdServer
@@ -68,7 +68,7 @@ describe('ipamctl agent on etcd', {skip: etcdSkipReason}, () => {
     got.set('traced', resultIp(r.stdout))
     const modules = fs.readFileSync(trace, 'utf8').split('\n')
     assert.ok(
-      modules.some((m) => /\/(dist\/lib\/cni\/ipam-main\.js|bin\/load-bundle\.cjs)$/.test(m)),
+      modules.some((m) => /\/(dist\/plugins\/ipam\/main\.js|bin\/load-bundle\.cjs)$/.test(m)),
       'the trace saw the plugin',
     )
     assert.deepEqual(

@@ -11,12 +11,12 @@ import {makeCtx} from '../../src/lib/ipam/context.ts'
 import {ipsByHandle, listBlocks} from '../../src/lib/ipam/query.ts'
 import {keys} from '../../src/lib/store/keys.ts'
 import {SqliteStore} from '../../src/lib/store/sqlite.ts'
-import {datastoreId} from '../../src/lib/agent/protocol.ts'
+import {datastoreId} from '../../src/lib/agent-client/protocol.ts'
 import {type AgentProc, addEnv, ipamPluginProc, parseMetrics, resultIp, startAgentProc} from '../support/agent.ts'
 import {assertCleanError, ensureBuilt, type Sandbox, sandbox} from './helpers.ts'
 
 const NET = 'net1'
-const TRACE = path.join(import.meta.dirname, '..', 'lib', 'cni', 'fixtures', 'trace-modules.mjs')
+const TRACE = path.join(import.meta.dirname, '..', 'support', 'trace-modules.mjs')
 const NODE = 'node-a'
 
 function netconf(sb: Sandbox, socket: string, extra: Record<string, unknown> = {}) {

@@ -10,7 +10,7 @@ import {SqliteStore} from '../../src/lib/store/sqlite.ts'
 import {runProcess} from '../support/process.ts'
 import {ROOT, ensureBuilt} from './helpers.ts'
 
-const TRACE = path.join(ROOT, 'test', 'lib', 'cni', 'fixtures', 'trace-modules.mjs')
+const TRACE = path.join(ROOT, 'test', 'support', 'trace-modules.mjs')
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-startup-'))
 after(() => fs.rmSync(tmp, {recursive: true, force: true}))
 

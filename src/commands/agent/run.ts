@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
 import {startAgent} from '../../lib/agent/agent.js'
-import {DEFAULT_AGENT_SOCKET, DEFAULT_METRICS_ADDRESS} from '../../lib/agent/protocol.js'
+import {DEFAULT_AGENT_SOCKET, DEFAULT_METRICS_ADDRESS} from '../../lib/agent-client/protocol.js'
 import {parseDuration} from '../../lib/ipam/gc.js'
 import {packageVersion} from '../../lib/ipam/check.js'
 

@@ -2,8 +2,8 @@ import {Flags} from '@oclif/core'
 import {BaseCommand, outputFlag} from '../../cli/base.js'
 import {render} from '../../cli/render.js'
 import {boxTable} from '../../cli/table.js'
-import {type AgentStatus, agentStatus} from '../../lib/agent/status.js'
-import {DEFAULT_AGENT_SOCKET} from '../../lib/agent/protocol.js'
+import {type AgentStatus, agentStatus} from '../../lib/agent-client/status.js'
+import {DEFAULT_AGENT_SOCKET} from '../../lib/agent-client/protocol.js'
 
 export default class AgentStatusCommand extends BaseCommand {
   static override summary = "Show whether the node's IPAM agent is up, and its counters."

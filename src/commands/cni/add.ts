@@ -3,11 +3,11 @@ import {BaseCommand, outputFlag} from '../../cli/base.js'
 import {podFlags, podRequest} from '../../cli/cni-flags.js'
 import {render} from '../../cli/render.js'
 import {plainTable} from '../../cli/table.js'
-import {manualAdd} from '../../lib/cni/manual.js'
+import {manualAdd} from '../../plugins/main/manual.js'
 import {encodeResult} from '../../lib/cni/result.js'
 
 export default class CniAdd extends BaseCommand {
-  // No storeMode: the datastore is opened by the plugin code, with the mode of the CNI verb (plugin-datastore.ts).
+  // No storeMode: the datastore is opened by the plugin code, with the mode of the CNI verb (src/lib/node-ipam/plugin-datastore.ts).
   static override summary = 'Wire a pod by hand: allocate addresses and create its veth, routes and endpoint record.'
   static override description =
     'Runs the same code as the ipamctl-cni plugin, in-process, against the datastore selected by the usual flags. Needs root.'

@@ -1,9 +1,9 @@
 import {BaseCommand} from '../../cli/base.js'
 import {podFlags, podRequest} from '../../cli/cni-flags.js'
-import {manualCheck} from '../../lib/cni/manual.js'
+import {manualCheck} from '../../plugins/main/manual.js'
 
 export default class CniCheck extends BaseCommand {
-  // No storeMode: the datastore is opened by the plugin code, with the mode of the CNI verb (plugin-datastore.ts).
+  // No storeMode: the datastore is opened by the plugin code, with the mode of the CNI verb (src/lib/node-ipam/plugin-datastore.ts).
   static override summary = 'Check that a pod is still wired as cni add left it (addresses, links, routes, records).'
   static override examples = ['<%= config.bin %> <%= command.id %> --netns demo --pod web-0 --namespace default']
   static override flags = {...podFlags}

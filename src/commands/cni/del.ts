@@ -1,9 +1,9 @@
 import {BaseCommand} from '../../cli/base.js'
 import {podFlags, podRequest} from '../../cli/cni-flags.js'
-import {manualDel} from '../../lib/cni/manual.js'
+import {manualDel} from '../../plugins/main/manual.js'
 
 export default class CniDel extends BaseCommand {
-  // No storeMode: the datastore is opened by the plugin code, with the mode of the CNI verb (plugin-datastore.ts).
+  // No storeMode: the datastore is opened by the plugin code, with the mode of the CNI verb (src/lib/node-ipam/plugin-datastore.ts).
   static override summary = 'Undo cni add: remove the veth, routes and endpoint record, and release the addresses.'
   static override description =
     'Idempotent: deleting a pod that is already gone, or whose namespace no longer exists, succeeds.'

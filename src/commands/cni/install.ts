@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
-import {installPlugins} from '../../lib/cni/manual.js'
+import {installPlugins} from '../../plugins/main/manual.js'
 
 export default class CniInstall extends BaseCommand {
   static override summary = 'Install the ipamctl-cni and ipamctl-ipam plugins into a CNI bin directory.'

@@ -4,10 +4,9 @@ import {confirmOrRefuse} from '../../cli/prompt.js'
 import {migrationPlanText} from '../../cli/views.js'
 import {ConflictError, StoreMissingError} from '../../lib/errors.js'
 import {applyMigration, planMigration} from '../../lib/store/admin.js'
-import type {OpenMode} from '../../lib/store/open.js'
 import type {DatastoreSettings} from '../../lib/store/settings.js'
 import {embeddedDescription} from '../../lib/store/sqlite.js'
-import type {Store} from '../../lib/store/store.js'
+import type {OpenMode, Store} from '../../lib/store/store.js'
 
 export default class DatastoreMigrate extends BaseCommand {
   // The source is only read; the target is opened below with the mode each step needs.

@@ -6,7 +6,7 @@ import {ExhaustedError, ValidationError} from '../../lib/errors.js'
 import {assignIps} from '../../lib/ipam/assign-ip.js'
 import {autoAssign, refuseReservedAttributes, shortfall} from '../../lib/ipam/autoassign.js'
 import {parseNamespaceLabels} from '../../lib/ipam/pools-select.js'
-import {goTimeString} from '../../lib/ipam/time.js'
+import {goTimeString} from '../../lib/codec/gotime.js'
 
 export default class IpamAssign extends BaseCommand {
   static override storeMode = 'create' as const

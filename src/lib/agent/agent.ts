@@ -13,7 +13,7 @@ import {Batcher} from './batcher.js'
 import {CountedStore} from '../store/counted.js'
 import {GcLoop, type GcPass} from './gc-loop.js'
 import {AgentMetrics} from './metrics.js'
-import {datastoreId, validateSocketPath} from './protocol.js'
+import {datastoreId, validateSocketPath} from '../agent-client/protocol.js'
 import {createAgentServer} from './server.js'
 import {listenUnix} from './socket.js'
 

@@ -6,8 +6,8 @@ import type {Socket} from 'node:net'
 import {assignIp} from '../ipam/assign-ip.js'
 import type {Ctx} from '../ipam/context.js'
 import {releaseIps} from '../ipam/release.js'
-import {addAddresses, type Allocator, releaseHandles} from '../cni/ipam-plugin.js'
-import {putEndpoint, takeEndpoint} from '../cni/endpoint-record.js'
+import {addAddresses, type Allocator, releaseHandles} from '../node-ipam/operations.js'
+import {putEndpoint, takeEndpoint} from '../node-ipam/endpoint-record.js'
 import {encodeWorkloadEndpoint, decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {ValidationError} from '../errors.js'
 import {isKeySegment} from '../store/keys.js'
@@ -25,7 +25,7 @@ import {
   parseRelease,
   type ReleaseReply,
   type Target,
-} from './protocol.js'
+} from '../agent-client/protocol.js'
 
 export interface AgentCore {
   readonly ctx: Ctx

@@ -9,7 +9,7 @@ import {
   RevisionConflict,
   ValidationError,
 } from '../errors.js'
-import {goIndent} from './json.js'
+import {goIndent} from '../codec/gojson.js'
 
 /** Well-known error codes (CNI spec "Error"); 100+ are plugin specific, the Go library uses 999. */
 export const CNI_ERR = {

@@ -1,9 +1,8 @@
 // CNI results: one internal form (the 1.x shape), written in any requested version exactly as the Go library
 // converts and prints it, and read back from any version (prevResult on CHECK/DEL/chained ADD).
-import type {AssignedIp} from '../ipam/autoassign.js'
 import {bitsOf, type Family, formatIp, tryParseIp} from '../net/cidr.js'
 import {CNI_ERR, CniError} from './errors.js'
-import {goIndent} from './json.js'
+import {goIndent} from '../codec/gojson.js'
 import {resultFormat} from './version.js'
 
 export interface CniInterface {
@@ -74,7 +73,7 @@ export function hostCidr(address: string): string {
  * (`10.65.79.5/26`), and one route per address whose dst is that same string
  * (docs/calico.md#ipam-plugin-result).
  */
-export function ipamResult(ips: readonly AssignedIp[]): CniResult {
+export function ipamResult(ips: readonly {cidr: string}[]): CniResult {
   return {
     ips: ips.map((ip) => ({address: ip.cidr})),
     routes: ips.map((ip) => ({dst: ip.cidr})),

@@ -3,7 +3,7 @@
 // without a process, and it is the only writer of stdout: handlers return values, never print.
 import {isatty} from 'node:tty'
 import {CNI_ERR, CniError, formatCniError, toCniError} from './errors.js'
-import {goEncodeLine, goQuote, goQuoteList} from './json.js'
+import {goEncodeLine, goQuote, goQuoteList} from '../codec/gojson.js'
 import {type CniResult, formatResult} from './result.js'
 import {CURRENT_VERSION, DEFAULT_CONFIG_VERSION, isSupported, SUPPORTED_VERSIONS, versionAtLeast} from './version.js'
 

@@ -118,6 +118,38 @@ export function encodeJson(v: unknown): string {
   }
 }
 
+/**
+ * Go's json.MarshalIndent(v, "", indent): encodeJson's output with each member and element on its own line.
+ * Empty objects and arrays stay `{}` and `[]`, as Go writes them. The CNI result and error JSON use four spaces.
+ */
+export function encodeJsonIndent(v: unknown, indent = '    ', depth = ''): string {
+  if (v === null || typeof v !== 'object' || v instanceof RawJson) return encodeJson(v)
+  const inner = depth + indent
+  if (Array.isArray(v)) {
+    if (v.length === 0) return '[]'
+    return `[\n${v.map((x) => inner + encodeJsonIndent(x ?? null, indent, inner)).join(',\n')}\n${depth}]`
+  }
+  const entries =
+    v instanceof Map ? [...(v as Map<string, unknown>).entries()] : Object.entries(v as Record<string, unknown>)
+  const parts: string[] = []
+  for (const [k, x] of entries) {
+    if (x !== undefined) parts.push(`${inner}${goString(k)}: ${encodeJsonIndent(x, indent, inner)}`)
+  }
+  return parts.length === 0 ? '{}' : `{\n${parts.join(',\n')}\n${depth}}`
+}
+
+/** Go's json.MarshalIndent(v, "", "    "), as the CNI Go library prints results and errors (no newline). */
+export const goIndent = (value: unknown): string => encodeJsonIndent(value)
+
+/** Go's json.NewEncoder(w).Encode(v): compact, newline-terminated (the CNI VERSION answer). */
+export const goEncodeLine = (value: unknown): string => `${encodeJson(value)}\n`
+
+/** Go's %q for a string (strconv.Quote), close enough for messages: a JSON string with Go's escapes. */
+export const goQuote = (text: string): string => goString(text)
+
+/** Go's %q for a []string: `["a" "b"]`. */
+export const goQuoteList = (items: readonly string[]): string => `[${items.map(goQuote).join(' ')}]`
+
 /** Order of UTF-8 bytes (Go map keys, etcd and SQLite keys), which differs from JS's UTF-16 order. */
 export function compareBytes(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'))

@@ -11,7 +11,7 @@ import {ensureNode, validateHandleId, validateHostName} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {encodeAffinity} from './records.js'
 import {listReservations, reservedMatcher} from './reservation.js'
-import {nanoTimestamp} from './time.js'
+import {nanoTimestamp} from '../codec/gotime.js'
 
 export interface AssignIpArgs {
   ip: string

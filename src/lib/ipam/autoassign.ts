@@ -26,7 +26,7 @@ import {type AffinityState, decodeAffinity, encodeAffinity, type IpamConfig} fro
 import {recentBlocks, rememberBlocks} from './recent-blocks.js'
 import {NETNS_ATTRIBUTE} from './ownership.js'
 import {decodeReservation, reservedMatcher, type ReservedMatcher} from './reservation.js'
-import {nanoTimestamp} from './time.js'
+import {nanoTimestamp} from '../codec/gotime.js'
 
 export const DEFAULT_MAX_BLOCKS_PER_HOST = 20
 /** Another host's empty block may be taken over once its claim is this old. */
@@ -91,7 +91,7 @@ export function assignedIps(block: Block, ordinals: readonly number[]): Assigned
 }
 
 /**
- * Attribute keys the CNI plugins write (cni/netconf.ts `allocationAttrs`) and that are read back to decide whose
+ * Attribute keys the CNI plugins write (node-ipam/workload-ids.ts `allocationAttrs`) and that are read back to decide whose
  * an address is: `node` (borrowed views, `node list`, `node remove --release-addresses`), `timestamp` (gc's grace
  * period), `pod` and `namespace` (Calico's own garbage collector, which can share an etcd datastore with us, takes
  * an address carrying both as that pod's and frees it once the pod is gone), and `ipamctl.io/netns` (marks a

@@ -3,7 +3,7 @@
 import {asBigInt, encodeJson, goMap, type JsonValue, nativeParse, RawJson} from '../codec/gojson.js'
 import {ValidationError} from '../errors.js'
 import {type Cidr, cidrSize, formatCidr, formatIp, type Ip, maskIp, parseCidr} from '../net/cidr.js'
-import {rfc3339} from './time.js'
+import {rfc3339} from '../codec/gotime.js'
 
 export interface Attribute {
   handle_id?: string

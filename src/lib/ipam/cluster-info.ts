@@ -7,7 +7,7 @@ import {RevisionConflict, ValidationError} from '../errors.js'
 import {keys} from '../store/keys.js'
 import type {KeyValue} from '../store/store.js'
 import {type Ctx, withRetry} from './context.js'
-import {rfc3339} from './time.js'
+import {rfc3339} from '../codec/gotime.js'
 
 export interface ClusterInfo {
   clusterGUID: string

@@ -9,7 +9,7 @@ import {guardFor} from '../store/store.js'
 import {type Block, decodeBlock, encodeBlock, garbageCollect} from './block.js'
 import {decodePool, type Pool} from './pool.js'
 import {DEFAULT_IPAM_CONFIG, decodeHandle, decodeIpamConfig, encodeHandle, type IpamConfig} from './records.js'
-import {type Clock, systemClock} from './time.js'
+import {type Clock, systemClock} from '../clock.js'
 
 export interface Ctx {
   readonly store: Store

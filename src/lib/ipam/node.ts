@@ -5,7 +5,7 @@ import {ValidationError} from '../errors.js'
 import {formatIp, tryParseIp} from '../net/cidr.js'
 import {isValidHandleId, isValidHostName, keys} from '../store/keys.js'
 import type {Store} from '../store/store.js'
-import {rfc3339} from './time.js'
+import {rfc3339} from '../codec/gotime.js'
 
 export interface NodeRecord {
   name: string

@@ -4,7 +4,7 @@ import {encodeJson, goMap, type JsonValue, parseJson} from '../codec/gojson.js'
 import {ValidationError} from '../errors.js'
 import {type Cidr, formatCidr, overlaps, parseCidr} from '../net/cidr.js'
 import {parseSelector, SelectorError} from './selector.js'
-import {rfc3339} from './time.js'
+import {rfc3339} from '../codec/gotime.js'
 
 export const ENCAP_MODES = ['Never', 'Always', 'CrossSubnet'] as const
 export const ALLOWED_USES = ['Workload', 'Tunnel', 'LoadBalancer'] as const

@@ -7,7 +7,7 @@ import {type Cidr, type Family, formatCidr, type Ip, lastAddress, parseCidrOrIp}
 import {keys} from '../store/keys.js'
 import {type Ctx, WriteBatch} from './context.js'
 import {isResourceName} from './pool.js'
-import {rfc3339} from './time.js'
+import {rfc3339} from '../codec/gotime.js'
 
 const PLURAL = 'ipreservations'
 

@@ -1,6 +1,6 @@
 // Datastore-level operations: health and contents summary, and copying everything between two stores.
 import {ConflictError, DatastoreUnavailableError, NotFoundError, StoreMissingError} from '../errors.js'
-import {checkpoint, type Committed, type Interrupt} from '../interrupt.js'
+import {type Committed, checkpoint, type Interrupt} from '../interrupt.js'
 import type {DatastoreSettings} from './settings.js'
 import type {KeyValue, Store, WriteOp} from './store.js'
 

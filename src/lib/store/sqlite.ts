@@ -5,9 +5,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import {DatastoreUnavailableError, IpamError, StoreMissingError} from '../errors.js'
-import type {OpenMode} from './open.js'
 import {sqliteNativeBinding} from './sqlite-addon.js'
-import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
+import type {Condition, KeyValue, OpenMode, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 

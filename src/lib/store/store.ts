@@ -2,6 +2,19 @@
 // mod-revisions, guarded multi-key transactions) so the IPAM core runs unchanged on the embedded store
 // and on etcd v3.
 
+/**
+ * What the caller will do with the store, declared by the caller (each command class, plugin verb, the agent):
+ * - 'read': only reads. A missing embedded store is a StoreMissingError (exit 3) and nothing is created; an
+ *   existing one is read without any write, also from a read-only mount.
+ * - 'update': writes, but only to change or remove what exists (release, delete, gc, remove, unlock): a missing
+ *   embedded store is a StoreMissingError too, since there is nothing to change and the path is likely wrong.
+ * - 'create': writes new state; a missing embedded store is created by the first write (0600 in 0700
+ *   directories; until then it reads as empty, see CreateOnWriteStore) and `onCreated(path)` is called once,
+ *   by the process that created it.
+ * etcd has no such distinction: the cluster exists or it does not answer.
+ */
+export type OpenMode = 'read' | 'update' | 'create'
+
 export interface KeyValue {
   readonly key: string
   readonly value: string

@@ -5,7 +5,7 @@ import {randomUuid} from '../random.js'
 import {encodeJson, goMap, nativeParse} from '../codec/gojson.js'
 import {keys} from '../store/keys.js'
 import type {KeyValue, Store} from '../store/store.js'
-import {rfc3339} from '../ipam/time.js'
+import {rfc3339} from '../codec/gotime.js'
 
 export interface WorkloadEndpoint {
   name: string

@@ -6,7 +6,7 @@ import {GcLoop} from '../../../src/lib/agent/gc-loop.ts'
 import {assignIp} from '../../../src/lib/ipam/assign-ip.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {ipStatus} from '../../../src/lib/ipam/query.ts'
-import {goTimeString} from '../../../src/lib/ipam/time.ts'
+import {goTimeString} from '../../../src/lib/codec/gotime.ts'
 import {keys} from '../../../src/lib/store/keys.ts'
 import {assertInvariants, freshCtx} from '../ipam/helpers.ts'
 

@@ -9,7 +9,7 @@ import type {Ctx} from '../../../src/lib/ipam/context.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {ipStatus} from '../../../src/lib/ipam/query.ts'
 import {releaseIps} from '../../../src/lib/ipam/release.ts'
-import {goTimeString} from '../../../src/lib/ipam/time.ts'
+import {goTimeString} from '../../../src/lib/codec/gotime.ts'
 import {keys} from '../../../src/lib/store/keys.ts'
 import {assertInvariants, freshCtx, seed} from '../ipam/helpers.ts'
 

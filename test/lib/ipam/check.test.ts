@@ -16,7 +16,7 @@ import {
 } from '../../../src/lib/ipam/check.ts'
 import type {Ctx} from '../../../src/lib/ipam/context.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
-import {goTimeString} from '../../../src/lib/ipam/time.ts'
+import {goTimeString} from '../../../src/lib/codec/gotime.ts'
 import {formatIp, parseCidr, tryParseIp} from '../../../src/lib/net/cidr.ts'
 import {keys} from '../../../src/lib/store/keys.ts'
 import {encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint} from '../../../src/lib/workload/endpoint.ts'

@@ -8,7 +8,7 @@ import {parseDuration, parseGoTime, planGc, runGc} from '../../../src/lib/ipam/g
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {ipStatus} from '../../../src/lib/ipam/query.ts'
 import {releaseIps} from '../../../src/lib/ipam/release.ts'
-import {goTimeString} from '../../../src/lib/ipam/time.ts'
+import {goTimeString} from '../../../src/lib/codec/gotime.ts'
 import {keys} from '../../../src/lib/store/keys.ts'
 import {encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint} from '../../../src/lib/workload/endpoint.ts'
 import {assertInvariants, freshCtx, handleCounts, openMemory, seed, type StoreOpener, tempSqlite} from './helpers.ts'

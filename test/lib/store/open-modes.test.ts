@@ -7,9 +7,10 @@ import os from 'node:os'
 import path from 'node:path'
 import {after, describe, test} from 'node:test'
 import {StoreMissingError} from '../../../src/lib/errors.ts'
-import {openStore, type OpenMode} from '../../../src/lib/store/open.ts'
+import {openStore} from '../../../src/lib/store/open.ts'
 import type {DatastoreSettings} from '../../../src/lib/store/settings.ts'
 import {SqliteStore} from '../../../src/lib/store/sqlite.ts'
+import type {OpenMode} from '../../../src/lib/store/store.ts'
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-open-modes-'))
 after(() => fs.rmSync(root, {recursive: true, force: true}))

@@ -1,0 +1,199 @@
+// Where a CNI plugin's datastore work goes: IPAM ADD and DEL (both plugins) and the WorkloadEndpoint record (the
+// main plugin). With a per-node agent answering on its socket (and ipamctl's own IPAM), all of it goes through
+// the agent, so the plugin opens no datastore at all (on etcd, loading the client alone is ~100 ms). When the agent does not answer, or answers
+// that it does not serve this node or datastore, the plugin uses the datastore itself, opened on first need,
+// with the same results. What an agent may have done before it went silent is handled as ipamctl-ipam does:
+// an ADD is finished idempotently, a release or record removal simply done again.
+import {agentCall, type AgentOutcome, agentSocketPresent, replyError} from '../agent-client/client.js'
+import {DEFAULT_AGENT_SOCKET, datastoreId, errorFrom} from '../agent-client/protocol.js'
+import {type Ctx, makeCtx} from '../ipam/context.js'
+import type {Clock} from '../clock.js'
+import {StoreMissingError} from '../errors.js'
+import type {OpenOptions} from '../store/open.js'
+import type {DatastoreSettings} from '../store/settings.js'
+import type {Store} from '../store/store.js'
+import {decodeWorkloadEndpoint, encodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
+import {putEndpoint, takeEndpoint, type TakenEndpoint} from './endpoint-record.js'
+import {addPlan, ipamAdd, ipamAddAfterUnknown, ipamDel} from './operations.js'
+import {type IpamRequest} from './request.js'
+import type {NetConf} from './netconf.js'
+import type {CniResult} from '../cni/result.js'
+
+/** The agent's socket for this netconf when there is one to ask: a stat, no connect. */
+export function agentSocketFor(conf: NetConf): string | undefined {
+  const file = conf.ipamctlAgentSocket ?? DEFAULT_AGENT_SOCKET
+  return file !== '' && agentSocketPresent(file) ? file : undefined
+}
+
+type AgentAnswer = {body: Record<string, unknown>} | {direct: 'unreachable' | 'unknown'}
+
+/** What the agent's reply means for the plugin; an IPAM error it answered with is thrown as the direct path would. */
+function agentAnswer(socket: string, o: AgentOutcome, log: (line: string) => void): AgentAnswer {
+  if (o.kind !== 'answered') {
+    log(`ipamctl agent at ${socket}: ${o.reason}; using the datastore directly`)
+    return {direct: o.kind}
+  }
+  const e = replyError(o)
+  if (e?.direct) {
+    log(`ipamctl agent at ${socket} does not serve this request (${e.message}); using the datastore directly`)
+    return {direct: 'unreachable'}
+  }
+  if (Array.isArray(o.body.log)) for (const line of o.body.log) log(String(line))
+  if (e) throw errorFrom(e)
+  return {body: o.body}
+}
+
+/** ADD through the agent: the result, or how to go on directly. */
+async function addViaAgent(
+  socket: string,
+  req: IpamRequest,
+  settings: DatastoreSettings,
+  now: Date,
+): Promise<CniResult | 'unreachable' | 'unknown'> {
+  const {ip, ...auto} = addPlan(req, now)
+  const target = {node: auto.node, datastore: datastoreId(settings)}
+  const o =
+    ip === undefined
+      ? await agentCall(socket, 'assign', {...auto, ...target})
+      : await agentCall(socket, 'assign-ip', {...target, handle: auto.handle, attrs: auto.attrs, ip})
+  const r = agentAnswer(socket, o, req.log)
+  if ('direct' in r) return r.direct
+  const result = r.body.result as CniResult | undefined
+  if (typeof result !== 'object' || result === null || !Array.isArray(result.ips)) {
+    req.log(`ipamctl agent at ${socket} answered without a result; using the datastore directly`)
+    return 'unknown'
+  }
+  return result
+}
+
+/**
+ * DEL through the agent: true when it answered. DEL is idempotent, so whatever became of an unanswered
+ * request, releasing directly is right.
+ */
+async function delViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings): Promise<boolean> {
+  const target = {node: req.ids.node, datastore: datastoreId(settings)}
+  const o = await agentCall(socket, 'release', {...target, handles: [req.ids.handleId, req.ids.workloadId]})
+  return 'body' in agentAnswer(socket, o, req.log)
+}
+
+/**
+ * What the invocation does to the datastore: ADD adds state and creates a missing embedded store (saying so
+ * in the plugin's log); DEL only removes state, so on a missing embedded store there is nothing to remove and
+ * it succeeds without creating one (DEL must be idempotent, and a store that never existed holds nothing of
+ * this container's).
+ */
+export type PluginVerb = 'add' | 'del'
+
+export class PluginDatastore {
+  private store?: Promise<Store | undefined>
+
+  /** `socket`: the agent's, or undefined to use the datastore directly from the start. */
+  constructor(
+    private readonly req: IpamRequest,
+    private readonly settings: DatastoreSettings,
+    private socket: string | undefined,
+    private readonly open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>,
+    private readonly clock: Clock,
+    private readonly verb: PluginVerb,
+  ) {}
+
+  /** The datastore itself, opened once, on first need; undefined for a DEL on an embedded store that does not exist. */
+  async direct(): Promise<Ctx | undefined> {
+    this.store ??= this.openOnce()
+    const store = await this.store
+    return store && makeCtx(store, {clock: this.clock})
+  }
+
+  private async openOnce(): Promise<Store | undefined> {
+    if (this.verb === 'add')
+      return this.open(this.settings, {
+        mode: 'create',
+        onCreated: (file) => this.req.log(`created new datastore at ${file}`),
+      })
+    try {
+      return await this.open(this.settings, {mode: 'update'})
+    } catch (err) {
+      if (!(err instanceof StoreMissingError)) throw err
+      this.req.log(`${err.message}: nothing to release`)
+      return undefined
+    }
+  }
+
+  /** For ADD, which always has a store. */
+  private async ctx(): Promise<Ctx> {
+    const ctx = await this.direct()
+    if (!ctx) throw new Error('internal: ADD without a datastore')
+    return ctx
+  }
+
+  async close(): Promise<void> {
+    const store = this.store && (await this.store.catch(() => undefined))
+    if (store) await store.close()
+  }
+
+  /** An agent that does not answer is not asked again in this invocation. */
+  private unreachable(): void {
+    this.socket = undefined
+  }
+
+  async ipamAdd(): Promise<CniResult> {
+    if (this.socket) {
+      const via = await addViaAgent(this.socket, this.req, this.settings, this.clock.now())
+      if (typeof via === 'object') return via
+      this.unreachable()
+      if (via === 'unknown') return ipamAddAfterUnknown(await this.ctx(), this.req)
+    }
+    return ipamAdd(await this.ctx(), this.req)
+  }
+
+  async ipamDel(): Promise<void> {
+    if (this.socket && (await delViaAgent(this.socket, this.req, this.settings))) return
+    this.unreachable()
+    const ctx = await this.direct()
+    if (ctx) await ipamDel(ctx, this.req)
+  }
+
+  /** Both endpoint operations are idempotent, so an unanswered request is simply done again directly. */
+  async putEndpoint(wep: WorkloadEndpoint): Promise<void> {
+    if (this.socket) {
+      const o = await agentCall(this.socket, 'endpoint-put', {...this.target(), endpoint: encodeWorkloadEndpoint(wep)})
+      if ('body' in agentAnswer(this.socket, o, this.req.log)) return
+      this.unreachable()
+    }
+    await putEndpoint((await this.ctx()).store, wep)
+  }
+
+  async takeEndpoint(namespace: string, name: string, containerID: string): Promise<TakenEndpoint> {
+    if (this.socket) {
+      const o = await agentCall(this.socket, 'endpoint-take', {...this.target(), namespace, name, containerID})
+      const r = agentAnswer(this.socket, o, this.req.log)
+      if ('body' in r) {
+        const text = r.body.endpoint
+        return {wep: typeof text === 'string' ? decodeWorkloadEndpoint(text) : undefined, stale: r.body.stale === true}
+      }
+      this.unreachable()
+    }
+    const ctx = await this.direct()
+    return ctx ? takeEndpoint(ctx.store, namespace, name, containerID) : {wep: undefined, stale: false}
+  }
+
+  private target(): {node: string; datastore: string} {
+    return {node: this.req.ids.node, datastore: datastoreId(this.settings)}
+  }
+
+  /** `fn` with a PluginDatastore for `req`, closed afterwards. */
+  static async using<T>(
+    req: IpamRequest,
+    settings: DatastoreSettings,
+    socket: string | undefined,
+    deps: {open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>; clock: Clock; verb: PluginVerb},
+    fn: (ds: PluginDatastore) => Promise<T>,
+  ): Promise<T> {
+    const ds = new PluginDatastore(req, settings, socket, deps.open, deps.clock, deps.verb)
+    try {
+      return await fn(ds)
+    } finally {
+      await ds.close()
+    }
+  }
+}
