@@ -455,6 +455,7 @@ const entriesAfter = entries()
 const cpus = os.cpus()
 const debVersion = (() => {
   try {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's format, not a template
     return execFileSync('dpkg-query', ['-W', '-f=${Version}', 'containernetworking-plugins'], {encoding: 'utf8'})
   } catch {
     return 'unknown version'

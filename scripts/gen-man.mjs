@@ -80,6 +80,7 @@ function esc(text) {
     .replace(/\\/g, '\\e')
     .replace(/-/g, '\\-')
     .replace(
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: every non-ASCII character, by range
       /[^\x00-\x7f]/gu,
       (c) =>
         `\\[u${/** @type {number} one character matched */ (c.codePointAt(0)).toString(16).toUpperCase().padStart(4, '0')}]`,
@@ -356,7 +357,7 @@ function commandPage(cmd, all, date, version) {
     )
     .map((c) => `${bold(pageName(c.id))}(1)`)
   lines.push([`${bold(BIN)}(1)`, ...related].join(', '))
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }
 
 /**
@@ -396,7 +397,7 @@ function indexPage(cmds, date, version, description) {
   }
   lines.push(...exitStatusSection())
   lines.push('.SH SEE ALSO', cmds.map((c) => `${bold(pageName(c.id))}(1)`).join(', ') || '\\&')
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }
 
 // ---------------------------------------------------------------- main

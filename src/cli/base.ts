@@ -35,7 +35,7 @@ export abstract class BaseCommand extends Command {
       const what = !it.armed
         ? 'nothing was changed'
         : `stopped at once: ${describeCommitted(it.lastCommitted)}; a transaction in flight may also have been committed`
-      process.stderr.write(errorStyle(`Error: interrupted by ${signal}: ${what}`) + '\n')
+      process.stderr.write(`${errorStyle(`Error: interrupted by ${signal}: ${what}`)}\n`)
       process.exit(EXIT_CODES.interrupted)
     }
     it.request(signal)
@@ -118,7 +118,7 @@ export abstract class BaseCommand extends Command {
       // The signal came during the operation's last transaction, which completed: say so, and still let the
       // caller see that it was interrupted.
       process.stderr.write(
-        errorStyle(`Error: interrupted by ${signal} after the command had completed: nothing is half-done`) + '\n',
+        `${errorStyle(`Error: interrupted by ${signal} after the command had completed: nothing is half-done`)}\n`,
       )
       process.exitCode = EXIT_CODES.interrupted
     }

@@ -11,7 +11,7 @@ import Table from 'cli-table3'
 
 export type Align = 'left' | 'right'
 
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const ANSI_RE = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)/g
 
 /** Strip ANSI escape sequences (CSI such as SGR colours, and OSC such as hyperlinks). */
@@ -73,7 +73,7 @@ export function boxTable(head: string[], rows: string[][], align: Align[] = []):
     // rules are identical, so repeat the bottom border.
     lines.push(lines[lines.length - 1]!)
   }
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }
 
 /** tabwriter parameters used by calicoctl: minwidth 5, padding 3, pad char ' '. */
@@ -102,14 +102,12 @@ export function plainTable(head: string[], rows: string[][]): string {
   const widths = Array.from({length: n}, (_, c) =>
     all.reduce((w, r) => Math.max(w, runeCount(r[c]!) + TAB_PADDING), TAB_MINWIDTH),
   )
-  return (
-    all
-      .map((r) =>
-        r
-          .map((cell, c) => (c === n - 1 ? cell : cell + ' '.repeat(widths[c]! - runeCount(cell))))
-          .join('')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  )
+  return `${all
+    .map((r) =>
+      r
+        .map((cell, c) => (c === n - 1 ? cell : cell + ' '.repeat(widths[c]! - runeCount(cell))))
+        .join('')
+        .trimEnd(),
+    )
+    .join('\n')}\n`
 }

@@ -74,7 +74,7 @@ export function blockMapView(title: string, rows: readonly BlockMapRow[], colour
   const width = rows.reduce((w, r) => Math.max(w, r.label.length), 0)
   const out = [title, ...rows.map((r) => `${r.label.padEnd(width)}  ${r.cells.map(cell).join(' ')}`)]
   out.push(`Legend: ${CELL_ORDER.map((s) => `${cell(s)} ${CELL_NAME[s]}`).join('  ')}`)
-  return out.join('\n') + '\n'
+  return `${out.join('\n')}\n`
 }
 
 export function borrowedTable(b: {borrowed: Borrowed[]; withoutNode: number}): string {

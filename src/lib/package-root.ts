@@ -11,8 +11,11 @@ export function packageRoot(): string {
   if (root !== undefined) return root
   for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
     try {
-      if ((JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {name?: string}).name === 'ipamctl')
-        return (root = dir)
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {name?: string}
+      if (pkg.name === 'ipamctl') {
+        root = dir
+        return root
+      }
     } catch {
       /* no package.json here, or not ours: keep looking */
     }

@@ -59,7 +59,7 @@ describe('cni commands (netns integration)', {skip}, () => {
     // Allocation happened first and was rolled back: no address, no handle, no endpoint remain.
     assert.deepEqual(sb.keys('/calico/ipam/v2/handle/'), [])
     assert.deepEqual(sb.keys('/calico/resources/v3/projectcalico.org/workloadendpoints/'), [])
-    assert.match(await sb.ok('ipam', 'show'), /\| IP Pool  \| 10\.195\.1\.0\/24 \|\s+256 \|\s+0 \(0%\)/)
+    assert.match(await sb.ok('ipam', 'show'), /\| IP Pool {2}\| 10\.195\.1\.0\/24 \|\s+256 \|\s+0 \(0%\)/)
   })
 
   test('install links the plugins into a CNI bin directory, under calico names with --as-calico', async () => {

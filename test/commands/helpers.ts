@@ -264,7 +264,7 @@ export async function fixture(name: string, steps: readonly (readonly string[])[
 
 // ---------------------------------------------------------------------------------------------- assertions
 
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 export const ANSI = /\u001b\[|\u001b\]/
 
 /**

@@ -47,9 +47,11 @@ function start(sb: Sandbox, args: readonly string[]): {pid: number; done: Promis
 }
 
 /** Poll the store (read-only) until `ready` holds; fails if the command ends first. */
-async function until(sb: Sandbox, running: Promise<RunResult>, ready: () => boolean): Promise<void> {
+async function until(running: Promise<RunResult>, ready: () => boolean): Promise<void> {
   let ended = false
-  void running.then(() => (ended = true))
+  void running.then(() => {
+    ended = true
+  })
   while (!ready()) {
     if (ended)
       assert.fail(`the command ended before the state to interrupt it in was seen: ${JSON.stringify(await running)}`)
@@ -92,7 +94,7 @@ describe('interrupting pool delete', () => {
   test('SIGINT after the pool was disabled: exit 130, one line, the pool still exists and is enabled again', async () => {
     const sb = await manyBlocks()
     const run = start(sb, ['pool', 'delete', 'p1', '--yes'])
-    await until(sb, run.done, () => safeValue(sb, POOL_KEY)?.includes('"disabled":true') ?? false)
+    await until(run.done, () => safeValue(sb, POOL_KEY)?.includes('"disabled":true') ?? false)
     process.kill(run.pid, 'SIGINT')
     const r = await run.done
     assertCleanError(r, 130, /^Error: interrupted by SIGINT: IP pool p1 was not deleted and is enabled again/)
@@ -119,7 +121,7 @@ describe('interrupting ipam assign', () => {
       ])
       // 4000 addresses in blocks of 4: a thousand transactions, far more than happen before the signal.
       const run = start(sb, ['ipam', 'assign', '--host', 'n1', '--count', '4000', '--handle', 'h1'])
-      await until(sb, run.done, () => {
+      await until(run.done, () => {
         try {
           return sb.keys(BLOCKS).length >= 3
         } catch {
@@ -151,7 +153,7 @@ describe('interrupting release and node removal', () => {
   test('ipam release --handle: exit 130, the line says how many were released, its finish command releases the rest', async () => {
     const sb = await manyBlocks()
     const run = start(sb, ['ipam', 'release', '--handle', 'old', '--yes'])
-    await until(sb, run.done, () => handleCount(sb, 'old') < 400)
+    await until(run.done, () => handleCount(sb, 'old') < 400)
     process.kill(run.pid, 'SIGINT')
     const r = await run.done
     assertCleanError(
@@ -169,7 +171,7 @@ describe('interrupting release and node removal', () => {
   test('node remove: exit 130, the node record is still there, re-running the printed command finishes it', async () => {
     const sb = await manyBlocks()
     const run = start(sb, ['node', 'remove', 'n1', '--yes'])
-    await until(sb, run.done, () => sb.keys('/calico/ipam/v2/host/n1/').length < 100)
+    await until(run.done, () => sb.keys('/calico/ipam/v2/host/n1/').length < 100)
     process.kill(run.pid, 'SIGINT')
     const r = await run.done
     assertCleanError(

@@ -208,7 +208,7 @@ describe('passwords are never printed', {concurrency: true}, () => {
   test('credentials in an endpoint URL are refused without echoing them', async () => {
     const ep = `http://root:${PW}@127.0.0.1:2379`
     const r = await runCli(sb.db, ['ipam', 'show', '--datastore', 'etcdv3', '--etcd-endpoints', ep, '--debug'])
-    assertCleanError({...r, stderr: r.stderr.split('\n')[0] + '\n'}, 2, 'must not contain credentials')
+    assertCleanError({...r, stderr: `${r.stderr.split('\n')[0]}\n`}, 2, 'must not contain credentials')
     noPw(r)
     noPw(await runCli(sb.db, ['datastore', 'status'], {env: {DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: ep}}))
   })
@@ -253,6 +253,7 @@ describe('no shell, ever', () => {
 
   test('the checker itself catches a shell', () => {
     const bad =
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: source text of a sample file, not a template
       "import {exec} from 'node:child_process'\nexec(`ip link del ${name}`)\nspawn('sh', ['-c', x], {shell: true})"
     assert.match(bad, /import\s+\{([^}]*)\}\s+from\s+'node:child_process'/)
     assert.match(bad, /\bshell\s*:/)

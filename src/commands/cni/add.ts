@@ -30,7 +30,7 @@ export default class CniAdd extends BaseCommand {
       ip: flags.ip,
     })
     const table = () =>
-      plainTable(
+      `${plainTable(
         ['INTERFACE', 'MAC', 'ADDRESS', 'SANDBOX'],
         (result.interfaces ?? []).map((i, idx) => [
           i.name,
@@ -41,7 +41,7 @@ export default class CniAdd extends BaseCommand {
             .join(','),
           i.sandbox ?? '(host)',
         ]),
-      ) + `container ID: ${containerId}\n`
+      )}container ID: ${containerId}\n`
     this.out(render(flags.output, encodeResult(result, '1.0.0'), table))
   }
 }

@@ -56,5 +56,5 @@ function describeIp(ip: string, st: IpStatus): string {
   for (const [k, v] of attrs) lines.push(`  ${k}: ${v}`)
   const alt = Object.entries(o.alternateAttrs).sort(([a], [b]) => (a < b ? -1 : 1))
   if (alt.length > 0) lines.push('Alternate Owner Attributes:', ...alt.map(([k, v]) => `  ${k}: ${v}`))
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }

@@ -102,7 +102,10 @@ export class Batcher {
         )
         this.opts.onBatch?.(live.length)
         if (this.opts.holdRepliesMs) await sleep(this.opts.holdRepliesMs)
-        outcomes.forEach((o, i) => ('ok' in o ? live[i]!.resolve(o.ok) : live[i]!.reject(o.error)))
+        for (const [i, o] of outcomes.entries()) {
+          if ('ok' in o) live[i]!.resolve(o.ok)
+          else live[i]!.reject(o.error)
+        }
       } catch (err) {
         for (const e of live) e.reject(err)
       }

@@ -140,7 +140,8 @@ export function encodeResult(result: CniResult, cniVersion: string): Record<stri
     for (const r of result.routes ?? []) {
       const slot = slots[ipVersion(r.dst)]
       if (!slot) continue
-      ;((slot.routes ??= []) as unknown[]).push(routeJson(r, false))
+      slot.routes ??= []
+      ;(slot.routes as unknown[]).push(routeJson(r, false))
     }
     if (slots['4']) out.ip4 = slots['4']
     if (slots['6']) out.ip6 = slots['6']
@@ -273,7 +274,7 @@ export function parseResult(raw: unknown, fallbackVersion: string): CniResult {
       const gw = ipField(c.gateway, `${key}.gateway`)
       if (gw) ip.gateway = gw
       out.ips.push(ip)
-      list(c.routes, `${key}.routes`).forEach((r, i) => routes.push(parseRoute(r, `${key}.routes[${i}]`)))
+      for (const [i, r] of list(c.routes, `${key}.routes`).entries()) routes.push(parseRoute(r, `${key}.routes[${i}]`))
     }
     if (routes.length) out.routes = routes
     return out

@@ -229,7 +229,7 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
       config,
       cniVersion,
       getenv: (n) => io.getenv(n),
-      log: (line) => void io.stderr.write(line.endsWith('\n') ? line : line + '\n'),
+      log: (line) => void io.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
     }
     switch (cmd) {
       case 'ADD': {

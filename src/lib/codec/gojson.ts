@@ -66,8 +66,8 @@ const GO_ESCAPES: Record<string, string> = {
 
 function goString(s: string): string {
   // Go escapes <, > and & (HTML safety) and U+2028/2029; lone surrogates are invalid UTF-8 and become U+FFFD.
-  // eslint-disable-next-line no-control-regex
   const body = s.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
     /["\\\u0000-\u001f<>&\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
     (c) => {
       const known = GO_ESCAPES[c]

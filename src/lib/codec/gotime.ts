@@ -9,7 +9,7 @@ export function rfc3339(d: Date): string {
 export function goTimeString(d: Date): string {
   const iso = d.toISOString()
   const frac = iso.slice(20, 23).replace(/0+$/, '')
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${frac ? '.' + frac : ''} +0000 UTC`
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${frac ? `.${frac}` : ''} +0000 UTC`
 }
 
 /** A new block's first sequence number is the claim time in nanoseconds, as upstream does. */

@@ -177,5 +177,5 @@ export async function deleteLink(sock: Rtnl, index: number, name: string): Promi
 export async function routesTo(sock: Rtnl, family: Family, dst: Buffer, dstLen: number): Promise<Route[]> {
   // Dump filters in the request are ignored by kernels without strict checking, so filter here.
   const all = await nl('failed to list routes', sock.routes(afOf(family)))
-  return all.filter((r) => r.dstLen === dstLen && r.table === RT_TABLE_MAIN && r.dst !== undefined && r.dst.equals(dst))
+  return all.filter((r) => r.dstLen === dstLen && r.table === RT_TABLE_MAIN && r.dst?.equals(dst))
 }

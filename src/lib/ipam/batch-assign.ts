@@ -192,10 +192,10 @@ async function fillFromBlock(
     )
     if (taken.every((t) => t.length === 0)) return false
     batch.putBlock(block, loaded.kv)
-    chunk.forEach((it, i) => batch.countHandle(it.args.handle, block.cidr, taken[i]!.length))
+    for (const [i, it] of chunk.entries()) batch.countHandle(it.args.handle, block.cidr, taken[i]!.length)
     await batch.commit()
     hooks.onBlockTxn?.(taken.filter((t) => t.length > 0).length)
-    chunk.forEach((it, i) => it.result[f].ips.push(...assignedIps(block, taken[i]!)))
+    for (const [i, it] of chunk.entries()) it.result[f].ips.push(...assignedIps(block, taken[i]!))
     return true
   })
 }

@@ -48,7 +48,7 @@ export function cloneBlock(b: Block): Block {
     ...b,
     allocations: [...b.allocations],
     unallocated: [...b.unallocated],
-    attributes: b.attributes && b.attributes.map((a) => structuredClone(a)),
+    attributes: b.attributes === null ? null : b.attributes.map((a) => structuredClone(a)),
     sequenceNumberForAllocation: new Map(b.sequenceNumberForAllocation),
   }
 }

@@ -269,7 +269,10 @@ export async function nodeUsage(ctx: Ctx): Promise<Map<string, NodeUsage>> {
   const usage = new Map<string, NodeUsage>()
   const of = (n: string) => {
     let u = usage.get(n)
-    if (!u) usage.set(n, (u = {blocks: 0, addresses: 0}))
+    if (!u) {
+      u = {blocks: 0, addresses: 0}
+      usage.set(n, u)
+    }
     return u
   }
   for (const {block} of await listBlocks(ctx)) {

@@ -3,7 +3,7 @@
 // namespace's labels, filtered by intended use. The rule is written up in docs/pool-selection.md.
 import {parseKeyValues} from '../args.js'
 import {NotFoundError, ValidationError} from '../errors.js'
-import {type Family, parseCidr, sameCidr} from '../net/cidr.js'
+import {type Cidr, type Family, parseCidr, sameCidr} from '../net/cidr.js'
 import {validateLabels} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
 import {parseSelector} from './selector.js'
@@ -41,7 +41,7 @@ export function findPool(pools: readonly Pool[], ref: string): Pool | undefined 
   const byName = pools.find((p) => p.name === ref)
   if (byName) return byName
   if (!ref.includes('/')) return undefined
-  let c
+  let c: Cidr
   try {
     c = parseCidr(ref)
   } catch {

@@ -20,7 +20,10 @@ export function recentBlocks(store: Store, host: string, family: Family): Cidr[]
 
 export function rememberBlocks(store: Store, host: string, family: Family, blocks: readonly Cidr[]): void {
   let hosts = byStore.get(store)
-  if (!hosts) byStore.set(store, (hosts = new Map()))
+  if (!hosts) {
+    hosts = new Map()
+    byStore.set(store, hosts)
+  }
   const key = slot(host, family)
   hosts.delete(key) // re-inserted last: most recently used
   if (blocks.length > 0) hosts.set(key, blocks.slice(-MAX_RECENT_BLOCKS))

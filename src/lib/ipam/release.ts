@@ -39,12 +39,7 @@ export interface ReleaseResult {
 }
 
 /** Where an address's block is: from its pool (disabled pools too), else from the blocks that exist. */
-async function blockCidrFor(
-  ctx: Ctx,
-  pools: Pool[],
-  ip: Ip,
-  blockKeys: () => Promise<Cidr[]>,
-): Promise<Cidr | undefined> {
+async function blockCidrFor(pools: Pool[], ip: Ip, blockKeys: () => Promise<Cidr[]>): Promise<Cidr | undefined> {
   const pool = pools.find((p) => containsIp(p.cidr, ip))
   if (pool)
     return {family: ip.family, base: maskIp(ip.family, ip.value, pool.spec.blockSize), prefix: pool.spec.blockSize}
@@ -90,7 +85,7 @@ export async function releaseIps(
   const byBlock = new Map<string, {cidr: Cidr; opts: typeof parsed}>()
   const result: ReleaseResult = {released: [], unallocated: []}
   for (const o of parsed) {
-    const cidr = await blockCidrFor(ctx, pools, o.parsed, blockKeys)
+    const cidr = await blockCidrFor(pools, o.parsed, blockKeys)
     if (!cidr) {
       result.unallocated.push(formatIp(o.parsed.family, o.parsed.value))
       continue

@@ -37,7 +37,7 @@ interface Token {
   pos: number // 0-based offset; reported to users 1-based
 }
 
-const KEY_CHAR = /[A-Za-z0-9_.\/-]/
+const KEY_CHAR = /[A-Za-z0-9_./-]/
 const TWO_CHAR = new Set(['==', '!=', '&&', '||'])
 const ONE_CHAR = new Set(['!', '(', ')', '{', '}', ','])
 

@@ -39,7 +39,7 @@ function parseV6(text: string): bigint | undefined {
   if (text.slice(lastColon + 1).includes('.')) {
     v4tail = parseV4(text.slice(lastColon + 1))
     if (v4tail === undefined) return undefined
-    tail = text.slice(0, lastColon + 1) + '0:0'
+    tail = `${text.slice(0, lastColon + 1)}0:0`
   }
   const halves = tail.split('::')
   if (halves.length > 2) return undefined

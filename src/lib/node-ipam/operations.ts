@@ -13,9 +13,9 @@ import {decodeHandle} from '../ipam/records.js'
 import {bitsOf, containsIp, type Family, formatCidr, formatIp, maskIp, tryParseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
 import {CNI_ERR, CniError, toCniError} from '../cni/errors.js'
-import {type Unlock} from './host-lock.js'
+import type {Unlock} from './host-lock.js'
 import {allocationAttrs, type WorkloadIds} from './workload-ids.js'
-import {type NetConf} from './netconf.js'
+import type {NetConf} from './netconf.js'
 import {addressOf, type CniResult, ipamResult, parseResult} from '../cni/result.js'
 import type {IpamRequest} from './request.js'
 
@@ -337,7 +337,7 @@ export async function ipamGc(
   req: Pick<IpamRequest, 'log' | 'lock'> & {node: string},
 ): Promise<string[]> {
   const valid = new Set(attachments.map((a) => a.containerID))
-  const prefix = keys.handlePrefix() + conf.name + '.'
+  const prefix = `${keys.handlePrefix()}${conf.name}.`
   const candidates: string[] = []
   for (const key of await ctx.store.listKeys(prefix)) {
     const handle = sanitizeHandle(key.slice(keys.handlePrefix().length))

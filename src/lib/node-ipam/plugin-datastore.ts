@@ -15,7 +15,7 @@ import type {Store} from '../store/store.js'
 import {decodeWorkloadEndpoint, encodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
 import {putEndpoint, takeEndpoint, type TakenEndpoint} from './endpoint-record.js'
 import {addPlan, ipamAdd, ipamAddAfterUnknown, ipamDel} from './operations.js'
-import {type IpamRequest} from './request.js'
+import type {IpamRequest} from './request.js'
 import type {NetConf} from './netconf.js'
 import type {CniResult} from '../cni/result.js'
 

@@ -1,7 +1,7 @@
 import {goTimeString} from '../codec/gotime.js'
 import {NETNS_ANNOTATION, workloadEndpointName} from '../workload/endpoint.js'
 import type {CniArgs} from './cni-args.js'
-import {type NetConf} from './netconf.js'
+import type {NetConf} from './netconf.js'
 
 export interface WorkloadIds {
   orchestrator: 'k8s' | 'cni'

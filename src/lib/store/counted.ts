@@ -31,8 +31,16 @@ export class CountedStore implements Store {
   constructor(private readonly inner: Store) {
     // Forwarded only when the inner store has them, so that readMany()/forEachKv() make the same requests
     // through this wrapper as without it.
-    if (inner.read) this.read = (req) => (this.counts.calls.read++, inner.read!(req))
-    if (inner.each) this.each = (prefix, visit, opts) => (this.counts.calls.each++, inner.each!(prefix, visit, opts))
+    if (inner.read)
+      this.read = (req) => {
+        this.counts.calls.read++
+        return inner.read!(req)
+      }
+    if (inner.each)
+      this.each = (prefix, visit, opts) => {
+        this.counts.calls.each++
+        return inner.each!(prefix, visit, opts)
+      }
   }
 
   get description(): string {

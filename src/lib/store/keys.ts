@@ -62,7 +62,7 @@ export function isValidHandleId(id: string): boolean {
 
 /** One segment of a key (a handle ID, a WorkloadEndpoint's namespace or name): 1-253 characters, no "/" or control characters. */
 export function isKeySegment(s: string): boolean {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
   return s.length > 0 && s.length <= 253 && !/[/\u0000-\u001f\u007f]/.test(s)
 }
 

@@ -35,7 +35,8 @@ export class SqliteStore implements Store {
   ) {
     this.db = db
     this.description = embeddedDescription(file)
-    const st = (this.stmt = prepareStatements(db))
+    const st = prepareStatements(db)
+    this.stmt = st
     const body = db.transaction((conditions: readonly Condition[], ops: readonly WriteOp[]): TxnResult => {
       const now = st.current.get() as bigint
       for (const c of conditions) {

@@ -143,7 +143,14 @@ describe('ipamctl-ipam with an agent socket (in-process)', () => {
     opened = 0
     await createPools(ctx, [{name: 'p4', cidr: '10.65.0.0/16'}])
   })
-  const plugin = () => ipamPlugin({openStore: async () => (opened++, store), lock: false})
+  const plugin = () =>
+    ipamPlugin({
+      openStore: async () => {
+        opened++
+        return store
+      },
+      lock: false,
+    })
   const conf = (socket: string) =>
     JSON.stringify({
       cniVersion: '1.0.0',

@@ -16,7 +16,10 @@ const RESULT: CniResult = {ips: [{address: '10.0.0.5/26'}], routes: [{dst: '10.0
 function recorder(overrides: Partial<PluginFuncs> = {}) {
   const calls: CmdArgs[] = []
   const funcs: PluginFuncs = {
-    add: async (a) => (calls.push(a), RESULT),
+    add: async (a) => {
+      calls.push(a)
+      return RESULT
+    },
     del: async (a) => void calls.push(a),
     check: async (a) => void calls.push(a),
     status: async (a) => void calls.push(a),

@@ -15,7 +15,10 @@ import {assertInvariants} from './helpers.ts'
 /** A view of `inner` that counts every request, a batched read as one. */
 function counting(inner: Store): Store & {requests: string[]} {
   const requests: string[] = []
-  const count = <T>(what: string, p: Promise<T>): Promise<T> => (requests.push(what), p)
+  const count = <T>(what: string, p: Promise<T>): Promise<T> => {
+    requests.push(what)
+    return p
+  }
   return {
     requests,
     description: inner.description,

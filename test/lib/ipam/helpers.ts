@@ -209,7 +209,7 @@ export async function assertInvariants(store: Store, now: Date = new Date()): Pr
   const confirmed = new Set<string>()
   for (const kv of await store.list(keys.allHostAffinitiesPrefix())) {
     const a = parseAffinityKey(kv.key)
-    if (!a || a.type !== 'host') continue
+    if (a?.type !== 'host') continue
     const cidr = formatCidr(a.cidr)
     if (decodeAffinity(kv.value) !== 'confirmed') continue
     confirmed.add(`${a.host} ${cidr}`)

@@ -45,7 +45,7 @@ function scenarios(name: string, open: StoreOpener): void {
       await assign(env, 'n1', 2, 'h1')
       const [b] = await assign(env, 'n1', 1, 'h2', ['b'])
       await releaseIps(env.ctx, [{ip: b!}])
-      await seed(env.store, keys.allHostAffinitiesPrefix() + 'n1', '{}')
+      await seed(env.store, `${keys.allHostAffinitiesPrefix()}n1`, '{}')
       await planMatchesRun(env, 'n1', false)
     })
 

@@ -54,7 +54,7 @@ function scenarios(name: string, open: StoreOpener): void {
         const other = await autoAssign(env.ctx, {host: 'n1', num4: 1, num6: 0, handle: 'h2', pools4: ['b']})
         await releaseIps(env.ctx, [{ip: other.v4.ips[0]!.address}])
         assert.deepEqual(await blockCidrs(env.store), ['10.80.0.0/26', '10.81.0.0/26'])
-        await seed(env.store, keys.allHostAffinitiesPrefix() + 'n1', '{}') // legacy host key
+        await seed(env.store, `${keys.allHostAffinitiesPrefix()}n1`, '{}') // legacy host key
 
         const r = await removeNode(env.ctx, 'n1', {releaseAddresses: false})
         assert.deepEqual(r, {
@@ -66,7 +66,7 @@ function scenarios(name: string, open: StoreOpener): void {
         })
         assert.deepEqual(await affinityList(env.store), [])
         assert.equal(await rawValue(env.store, keys.node('n1')), undefined)
-        assert.equal(await rawValue(env.store, keys.allHostAffinitiesPrefix() + 'n1'), undefined)
+        assert.equal(await rawValue(env.store, `${keys.allHostAffinitiesPrefix()}n1`), undefined)
         assert.deepEqual(await blockCidrs(env.store), ['10.80.0.0/26'])
         const kept = (await storedBlock(env.store, '10.80.0.0/26'))!
         assert.equal(kept.affinity, null)

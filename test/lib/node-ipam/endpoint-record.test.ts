@@ -33,8 +33,14 @@ function counted(inner: Store): Store & {calls: string[]} {
   const calls: string[] = []
   return Object.assign(Object.create(inner) as Store, {
     calls,
-    get: (k: string) => (calls.push('get'), inner.get(k)),
-    txn: (c: Parameters<Store['txn']>[0], o: Parameters<Store['txn']>[1]) => (calls.push('txn'), inner.txn(c, o)),
+    get: (k: string) => {
+      calls.push('get')
+      return inner.get(k)
+    },
+    txn: (c: Parameters<Store['txn']>[0], o: Parameters<Store['txn']>[1]) => {
+      calls.push('txn')
+      return inner.txn(c, o)
+    },
   })
 }
 

@@ -179,7 +179,7 @@ describe('EtcdStore on a real etcd', {skip: etcdSkipReason}, () => {
         }
         const listed = await s.list('/big/')
         assert.equal(listed.length, 600)
-        listed.forEach((kv, i) => assert.equal(kv.value, value(i)))
+        for (const [i, kv] of listed.entries()) assert.equal(kv.value, value(i))
       })
     })
 

@@ -61,6 +61,7 @@ const calico = JSON.stringify({
     namespace: 'prod',
     uid: 'e3b0c442-98fc-1c14-9afb-f4c8996fb924',
     resourceVersion: '18446744073709551615',
+    // biome-ignore lint/correctness/noPrecisionLoss: any integer above 2^53 will do; it must take the bigint path
     generation: 12345678901234567890,
     creationTimestamp: '2026-01-02T03:04:05Z',
     labels: {

@@ -78,7 +78,7 @@ describe('ipamctl-ipam on a datastore_path that does not exist', {concurrency: t
       {prevResult: {cniVersion: '1.1.0', ips: [{address: '10.65.0.1/32'}]}},
     )
     assert.notEqual(r.code, 0)
-    assert.match(r.stdout, new RegExp(`does not exist`))
+    assert.match(r.stdout, /does not exist/)
     assert.ok(r.stdout.includes(b.db), r.stdout)
     assert.equal(fs.existsSync(b.root), false)
   })

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import {beforeEach, describe, it} from 'node:test'
 import {ipamPlugin} from '../../../src/plugins/ipam/plugin.ts'
-import {type IpamPluginDeps} from '../../../src/lib/node-ipam/request.ts'
+import type {IpamPluginDeps} from '../../../src/lib/node-ipam/request.ts'
 import {resolvePools} from '../../../src/lib/node-ipam/operations.ts'
 import {assignIp} from '../../../src/lib/ipam/assign-ip.ts'
 import {autoAssign} from '../../../src/lib/ipam/autoassign.ts'

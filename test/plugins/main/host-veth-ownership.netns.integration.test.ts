@@ -172,7 +172,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     const ids = [cnitoolId('1'), cnitoolId('2')]
     assert.equal(ids[0]!.slice(0, 11), ids[1]!.slice(0, 11))
     const nss = ids.map(() => newNs(t))
-    ids.forEach((c) => track(t, vethOf(c)))
+    for (const c of ids) track(t, vethOf(c))
     track(t, `cali${ids[0]!.slice(0, 11)}`) // the name the old code gave both
     const addrs: string[] = []
     for (const [i, cid] of ids.entries()) {
@@ -205,7 +205,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
     const ids = Array.from({length: 8}, (_, i) => cnitoolId(String(i)))
     assert.equal(new Set(ids.map((c) => c.slice(0, 11))).size, 1)
     const nss = ids.map(() => newNs(t))
-    ids.forEach((c) => track(t, vethOf(c)))
+    for (const c of ids) track(t, vethOf(c))
     track(t, `cali${ids[0]!.slice(0, 11)}`)
     const conf = sb.conf()
     const results = await Promise.all(ids.map((cid, i) => cni('ADD', {cid, ns: nss[i]}, conf)))
@@ -222,7 +222,7 @@ describe('host veth names and ownership (ipamctl-cni in real network namespaces)
       assert.equal(recs[cid]?.interfaceName, vethOf(cid))
     }
     const dels = await Promise.all(ids.map((cid, i) => cni('DEL', {cid, ns: nss[i]}, conf)))
-    dels.forEach((d, i) => ok(d, `DEL ${i}`))
+    for (const [i, d] of dels.entries()) ok(d, `DEL ${i}`)
     for (const cid of ids) assert.equal(linkInfo(vethOf(cid)), undefined)
     assert.deepEqual(await handles(sb.db), [])
   })

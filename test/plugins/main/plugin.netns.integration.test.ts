@@ -524,7 +524,7 @@ describe('ipamctl-cni in real network namespaces', {skip: SKIP}, () => {
     const st = await storeState(sb.db)
     assert.deepEqual([st.inUse, st.handles.length, st.endpoints.length], [20, 20, 20])
     const dels = await Promise.all(many.map((p) => cni(p, 'DEL', conf)))
-    dels.forEach((d, i) => quiet(d, `DEL ${i}`))
+    for (const [i, d] of dels.entries()) quiet(d, `DEL ${i}`)
     for (const [i, p] of many.entries()) await assertGone(undefined, p, [addrs[i]])
     await assertNothingAllocated(sb.db, 'after 20 DELs')
   })
