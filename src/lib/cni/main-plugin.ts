@@ -8,14 +8,9 @@ import path from 'node:path'
 import type {Ctx} from '../ipam/context.js'
 import {systemClock} from '../ipam/time.js'
 import {addressOf, familyOf, hostCidr, type CniResult} from './result.js'
-import {
-  checkHostLinkReplaceable,
-  checkPod,
-  openPodSide,
-  unwirePod,
-  wirePod,
-  type WireRequest,
-} from '../dataplane/veth.js'
+import {checkPod} from '../dataplane/check.js'
+import type {WireRequest} from '../dataplane/layout.js'
+import {checkHostLinkReplaceable, openPodSide, unwirePod, wirePod} from '../dataplane/veth.js'
 import {hostVethName, interfacePrefix, validIfName} from '../dataplane/names.js'
 import {openStore as defaultOpenStore} from '../store/open.js'
 import type {Store} from '../store/store.js'
