@@ -1,19 +1,13 @@
 // Machine-readable output for every read command: exact integers (IPv6 counts exceed 2^53).
+import {encodeJson} from '../lib/codec/gojson.js'
 import {loadYaml} from '../lib/codec/yaml.js'
 
 export type OutputFormat = 'table' | 'json' | 'yaml'
 
-const BIG = '@@ipamctl-bigint@@'
-
+/** 2-space indented, <, > and & as they are (what JSON.stringify wrote before; scripts compare it). */
 export function toJson(data: unknown): string {
-  const text = JSON.stringify(
-    data,
-    (_k, v: unknown) => (typeof v === 'bigint' ? `${BIG}${v}` : v instanceof Map ? Object.fromEntries(v) : v),
-    2,
-  )
-  return `${text.replace(new RegExp(`"${BIG}(-?\\d+)"`, 'g'), '$1')}\n`
+  return `${encodeJson(data, {indent: '  ', escapeHtml: false})}\n`
 }
-
 export function toYaml(data: unknown): string {
   return loadYaml().stringify(data)
 }

@@ -3,7 +3,7 @@ import {BaseCommand} from '../../cli/base.js'
 import {startAgent} from '../../lib/agent/agent.js'
 import {DEFAULT_AGENT_SOCKET, DEFAULT_METRICS_ADDRESS} from '../../lib/agent-client/protocol.js'
 import {parseDuration} from '../../lib/ipam/gc.js'
-import {packageVersion} from '../../lib/ipam/check.js'
+import {packageVersion} from '../../lib/package-root.js'
 
 export default class AgentRun extends BaseCommand {
   static override storeMode = 'create' as const

@@ -3,7 +3,9 @@ import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {netnsLiveness} from '../../lib/workload/endpoint.js'
 import {BaseCommand} from '../../cli/base.js'
-import {buildReport, type CheckAllocation, checkIpam, type CheckResult, openReport} from '../../lib/ipam/check.js'
+import {type CheckAllocation, checkIpam, type CheckResult} from '../../lib/ipam/check.js'
+import {buildReport} from '../../lib/ipam/check-report.js'
+import {openReport} from '../../lib/ipam/report-file.js'
 
 export default class IpamCheck extends BaseCommand {
   static override storeMode = 'read' as const

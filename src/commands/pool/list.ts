@@ -1,7 +1,7 @@
 import {BaseCommand, outputFlag} from '../../cli/base.js'
 import {render} from '../../cli/render.js'
 import {poolsTable} from '../../cli/views.js'
-import {listPools} from '../../lib/ipam/pool-admin.js'
+import {listPools} from '../../lib/ipam/context.js'
 import {poolResource} from '../../lib/ipam/pool.js'
 
 export default class PoolList extends BaseCommand {

@@ -64,20 +64,29 @@ const GO_ESCAPES: Record<string, string> = {
   '\f': '\\f',
 }
 
-function goString(s: string): string {
-  // Go escapes <, > and & (HTML safety) and U+2028/2029; lone surrogates are invalid UTF-8 and become U+FFFD.
-  const body = s.replace(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
-    /["\\\u0000-\u001f<>&\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
-    (c) => {
-      const known = GO_ESCAPES[c]
-      if (known) return known
-      const code = c.charCodeAt(0)
-      if (code >= 0xd800 && code <= 0xdfff) return '\ufffd'
-      return `\\u${code.toString(16).padStart(4, '0')}`
-    },
-  )
-  return `"${body}"`
+// With HTML escaping off (Go's Encoder.SetEscapeHTML(false)) <, > and & are written as they are.
+const ESCAPED_HTML =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: JSON escapes every control character
+  /["\\\u0000-\u001f<>&\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+const ESCAPED_PLAIN =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: JSON escapes every control character
+  /["\\\u0000-\u001f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+
+function escapeChar(c: string): string {
+  const known = GO_ESCAPES[c]
+  if (known) return known
+  const code = c.charCodeAt(0)
+  if (code >= 0xd800 && code <= 0xdfff) return '\ufffd'
+  return `\\u${code.toString(16).padStart(4, '0')}`
+}
+
+function goString(s: string, escapeHtml: boolean): string {
+  // Go escapes <, > and & (HTML safety, unless turned off) and U+2028/2029; lone surrogates are invalid UTF-8
+  // and become U+FFFD.
+  const re = escapeHtml ? ESCAPED_HTML : ESCAPED_PLAIN
+  re.lastIndex = 0
+  if (!re.test(s)) return `"${s}"`
+  return `"${s.replace(re, escapeChar)}"`
 }
 
 /** Already-encoded JSON to splice in verbatim (e.g. Go's `null` for a nil slice next to `[]`). */
@@ -85,11 +94,27 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 
+export interface JsonLayout {
+  /**
+   * One level of indentation, as Go's json.MarshalIndent(v, "", indent) lays it out (`"key": value`, one member
+   * per line, `[]` and `{}` when empty). Absent: json.Marshal's compact form.
+   */
+  indent?: string
+  /** false: write <, > and & unescaped, as Go's Encoder.SetEscapeHTML(false) does. Default true, as json.Marshal. */
+  escapeHtml?: boolean
+}
+
 /**
  * Encode like Go's json.Marshal: no whitespace, object keys in insertion order (callers build objects in
- * Go struct-field order), `undefined` members omitted (omitempty), bigint written as plain digits.
+ * Go struct-field order), `undefined` members omitted (omitempty), bigint written as plain digits (negative ones
+ * with their sign). With `layout.indent`, laid out as json.MarshalIndent does. RawJson is spliced as it is.
  */
-export function encodeJson(v: unknown): string {
+export function encodeJson(v: unknown, layout?: JsonLayout): string {
+  return encodeValue(v, layout?.escapeHtml ?? true, layout?.indent, '')
+}
+
+/** `indent` undefined: compact. `pad`: the indentation of the line `v` starts on. */
+function encodeValue(v: unknown, html: boolean, indent: string | undefined, pad: string): string {
   if (v === null) return 'null'
   switch (typeof v) {
     case 'boolean':
@@ -100,52 +125,50 @@ export function encodeJson(v: unknown): string {
       if (!Number.isFinite(v)) throw new TypeError('cannot encode a non-finite number')
       return String(v)
     case 'string':
-      return goString(v)
+      return goString(v, html)
     case 'object': {
       if (v instanceof RawJson) return v.text
-      if (Array.isArray(v)) return `[${v.map((x) => encodeJson(x ?? null)).join(',')}]`
+      const inner = indent === undefined ? '' : pad + indent
+      if (Array.isArray(v)) {
+        if (v.length === 0) return '[]'
+        return wrap(
+          '[',
+          ']',
+          v.map((x) => encodeValue(x ?? null, html, indent, inner)),
+          indent,
+          pad,
+        )
+      }
       const parts: string[] = []
+      const colon = indent === undefined ? ':' : ': '
       // A Map keeps its own order; plain objects would put integer-like keys first in numeric order.
       const entries =
         v instanceof Map ? [...(v as Map<string, unknown>).entries()] : Object.entries(v as Record<string, unknown>)
       for (const [k, x] of entries) {
-        if (x !== undefined) parts.push(`${goString(k)}:${encodeJson(x)}`)
+        if (x !== undefined) parts.push(`${goString(k, html)}${colon}${encodeValue(x, html, indent, inner)}`)
       }
-      return `{${parts.join(',')}}`
+      if (parts.length === 0) return '{}'
+      return wrap('{', '}', parts, indent, pad)
     }
     default:
       throw new TypeError(`cannot encode ${typeof v}`)
   }
 }
 
-/**
- * Go's json.MarshalIndent(v, "", indent): encodeJson's output with each member and element on its own line.
- * Empty objects and arrays stay `{}` and `[]`, as Go writes them. The CNI result and error JSON use four spaces.
- */
-export function encodeJsonIndent(v: unknown, indent = '    ', depth = ''): string {
-  if (v === null || typeof v !== 'object' || v instanceof RawJson) return encodeJson(v)
-  const inner = depth + indent
-  if (Array.isArray(v)) {
-    if (v.length === 0) return '[]'
-    return `[\n${v.map((x) => inner + encodeJsonIndent(x ?? null, indent, inner)).join(',\n')}\n${depth}]`
-  }
-  const entries =
-    v instanceof Map ? [...(v as Map<string, unknown>).entries()] : Object.entries(v as Record<string, unknown>)
-  const parts: string[] = []
-  for (const [k, x] of entries) {
-    if (x !== undefined) parts.push(`${inner}${goString(k)}: ${encodeJsonIndent(x, indent, inner)}`)
-  }
-  return parts.length === 0 ? '{}' : `{\n${parts.join(',\n')}\n${depth}}`
+function wrap(open: string, close: string, items: string[], indent: string | undefined, pad: string): string {
+  if (indent === undefined) return `${open}${items.join(',')}${close}`
+  const inner = pad + indent
+  return `${open}\n${inner}${items.join(`,\n${inner}`)}\n${pad}${close}`
 }
 
 /** Go's json.MarshalIndent(v, "", "    "), as the CNI Go library prints results and errors (no newline). */
-export const goIndent = (value: unknown): string => encodeJsonIndent(value)
+export const goIndent = (value: unknown): string => encodeJson(value, {indent: '    '})
 
 /** Go's json.NewEncoder(w).Encode(v): compact, newline-terminated (the CNI VERSION answer). */
 export const goEncodeLine = (value: unknown): string => `${encodeJson(value)}\n`
 
 /** Go's %q for a string (strconv.Quote), close enough for messages: a JSON string with Go's escapes. */
-export const goQuote = (text: string): string => goString(text)
+export const goQuote = (text: string): string => goString(text, true)
 
 /** Go's %q for a []string: `["a" "b"]`. */
 export const goQuoteList = (items: readonly string[]): string => `[${items.map(goQuote).join(' ')}]`

@@ -16,9 +16,9 @@ import {
   routesTo,
   RT_TABLE_MAIN,
   socketIn,
-  type Link,
   type Rtnl,
 } from './rtnl.js'
+import type {Link} from './rtnl-codec.js'
 
 const fail = (mismatch: PodMismatch, message: string): never => {
   throw new PodCheckError(mismatch, message)

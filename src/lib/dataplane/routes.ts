@@ -3,19 +3,8 @@
 // elsewhere; upstream refuses to steal it and so do we.
 import {formatIp, type Ip} from '../net/cidr.js'
 import {RouteConflictError} from './errors.js'
-import {
-  afOf,
-  findLink,
-  ipBytes,
-  isErrno,
-  nlFailure,
-  RT_SCOPE_LINK,
-  RT_TABLE_MAIN,
-  routesTo,
-  type Route,
-  type Rtnl,
-} from './rtnl.js'
-import {attr, NLM_F, RT_SCOPE, RTA, RTM, rtmsg, RTN_UNICAST, RTPROT_BOOT, u32Attr} from './rtnl-codec.js'
+import {afOf, findLink, ipBytes, isErrno, nlFailure, RT_SCOPE_LINK, RT_TABLE_MAIN, routesTo, type Rtnl} from './rtnl.js'
+import {attr, NLM_F, RT_SCOPE, RTA, RTM, rtmsg, RTN_UNICAST, RTPROT_BOOT, type Route, u32Attr} from './rtnl-codec.js'
 
 const prefixOf = (ip: Ip): number => (ip.family === 4 ? 32 : 128)
 const dstText = (ip: Ip): string => `${formatIp(ip.family, ip.value)}/${prefixOf(ip)}`

@@ -24,8 +24,6 @@ import {
   type Route,
 } from './rtnl-codec.js'
 
-export type {Address, Link, Route}
-
 export const AF_INET = 2
 export const AF_INET6 = 10
 export const RT_TABLE_MAIN = 254

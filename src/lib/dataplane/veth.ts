@@ -35,7 +35,6 @@ import {
   setMac,
   setUp,
   socketIn,
-  type Link,
   type Rtnl,
 } from './rtnl.js'
 import {
@@ -60,11 +59,9 @@ import {
   u32Attr,
   attr,
   VETH_INFO_PEER,
+  type Link,
 } from './rtnl-codec.js'
 import {writeSysctl, writeSysctlsIn, type SysctlKey} from './sysctl.js'
-
-export {checkPod} from './check.js'
-export {EXPECTED_HOST_LL_V6, HOST_VETH_MAC, POD_GATEWAY_V4, type WireRequest} from './layout.js'
 
 export interface WireResult {
   hostIfName: string

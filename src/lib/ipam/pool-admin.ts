@@ -24,8 +24,6 @@ import {type Ctx, listPools, loadBlock, loadConfig, poolsFrom, withRetry, WriteB
 import {decodePool, encodePool, newPool, type Pool, type PoolInput} from './pool.js'
 import {findPool} from './pools-select.js'
 
-export {listPools}
-
 const MAX_POOLS_PER_TXN = 100
 
 /**

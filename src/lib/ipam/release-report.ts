@@ -3,108 +3,59 @@
 // GUID must match, one report must be as new as the ClusterInformation revision (taken under the lock), only
 // leaks every report agrees on are touched, each address is released only if its sequence number is still the
 // one in the report, and each handle is deleted only if its revision is still the reported one.
-import {type JsonValue, parseJson} from '../codec/gojson.js'
 import {readTextFile, REPORT_MAX_BYTES} from '../files.js'
 import {ConflictError, InterruptedError, IpamError, ValidationError} from '../errors.js'
 import {checkpoint, type Committed, restated} from '../interrupt.js'
 import {keys} from '../store/keys.js'
+import {decodeReport, type Report, type ReportEntry} from './check-report.js'
 import {getClusterInfo} from './cluster-info.js'
 import type {Ctx} from './context.js'
 import {ipStatus} from './query.js'
 import {releaseIps, type ReleaseOption} from './release.js'
 
-export interface ReportAllocation {
-  ip: string
-  handle?: string
-  sequenceNumber?: bigint
-  inUse: boolean
-  coolingDown: boolean
-}
+/** An allocation a report lists, as release acts on it. */
+export type ReportAllocation = Pick<ReportEntry, 'ip' | 'handle' | 'sequenceNumber' | 'inUse'> & {coolingDown: boolean}
 
-export interface ReportHandle {
+/** A leaked handle a report lists (check-report.ts ReportHandle), as release acts on it. */
+export interface LeakedHandle {
   id: string
   uid: string | null
   revision: string
 }
 
-export interface Report {
+/** A report (check-report.ts Report) as release acts on it: its allocations in one list, and the file it came from. */
+export interface LoadedReport extends Pick<Report, 'version' | 'clusterGUID' | 'clusterInformationRevision'> {
   file: string
-  version: string
-  clusterGUID: string
-  clusterInformationRevision: string
   allocations: ReportAllocation[]
-  leakedHandles: ReportHandle[]
+  leakedHandles: LeakedHandle[]
 }
 
-type Obj = {[k: string]: JsonValue}
-const isObj = (v: JsonValue | undefined): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v)
-
-/** A decimal string from a JSON string or integer (revisions are strings upstream, but be lenient). */
-function decimal(v: JsonValue | undefined): string | undefined {
-  if (typeof v === 'string') return v
-  if (typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) return v.toString()
-  return undefined
-}
-
-function seqOf(v: JsonValue | undefined, where: string): bigint | undefined {
-  if (v === undefined || v === null) return undefined
-  if (typeof v === 'bigint') return v
-  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v)
-  if (typeof v === 'string' && /^\d+$/.test(v)) return BigInt(v)
-  throw new ValidationError(`${where}: sequenceNumber must be a non-negative integer`)
-}
-
-/** Parse a report losslessly: sequence numbers are nanosecond timestamps above 2^53. */
-export function parseReport(text: string, file: string): Report {
-  let raw: JsonValue
-  try {
-    raw = parseJson(text)
-  } catch (err) {
-    throw new ValidationError(`the provided report (${file}) is not valid JSON: ${(err as Error).message}`)
-  }
-  const bad = (why: string) => new ValidationError(`the provided report (${file}) is malformed: ${why}`)
-  if (!isObj(raw)) throw bad('not a JSON object')
-  if (typeof raw.clusterGUID !== 'string') throw bad('clusterGUID is missing')
-  const revision = decimal(raw.clusterInformationRevision)
-  if (revision === undefined) throw bad('clusterInformationRevision is missing')
+/** Read a report, checked against Report by decodeReport, and take from it what release acts on. */
+export function parseReport(text: string, file: string): LoadedReport {
+  const r = decodeReport(text, file)
   const allocations: ReportAllocation[] = []
-  const allocs = raw.allocations ?? {}
-  if (!isObj(allocs)) throw bad('allocations must be an object')
-  for (const [key, list] of Object.entries(allocs)) {
-    if (list === null) continue
-    if (!Array.isArray(list)) throw bad(`allocations[${key}] must be a list`)
+  for (const list of Object.values(r.allocations)) {
     for (const a of list) {
-      if (!isObj(a)) throw bad(`allocations[${key}] holds a non-object`)
-      const ip = typeof a.ip === 'string' ? a.ip : key
       allocations.push({
-        ip,
-        handle: typeof a.handle === 'string' && a.handle !== '' ? a.handle : undefined,
-        sequenceNumber: seqOf(a.sequenceNumber, `the provided report (${file}), allocation ${ip}`),
-        inUse: a.inUse === true,
+        ip: a.ip,
+        handle: a.handle,
+        sequenceNumber: a.sequenceNumber,
+        inUse: a.inUse,
         coolingDown: a.coolingDown === true,
       })
     }
   }
-  const leakedHandles: ReportHandle[] = []
-  const handles = raw.leakedHandles ?? []
-  if (!Array.isArray(handles)) throw bad('leakedHandles must be a list')
-  for (const h of handles) {
-    if (!isObj(h) || typeof h.ID !== 'string') throw bad('a leaked handle has no ID')
-    const rev = decimal(h.Revision)
-    if (rev === undefined) throw bad(`leaked handle ${h.ID} has no Revision`)
-    leakedHandles.push({id: h.ID, uid: typeof h.UID === 'string' ? h.UID : null, revision: rev})
-  }
   return {
     file,
-    version: typeof raw.version === 'string' ? raw.version : '',
-    clusterGUID: raw.clusterGUID,
-    clusterInformationRevision: revision,
+    version: r.version,
+    clusterGUID: r.clusterGUID,
+    clusterInformationRevision: r.clusterInformationRevision,
     allocations,
-    leakedHandles,
+    leakedHandles: (r.leakedHandles ?? []).map((h) => ({id: h.ID, uid: h.UID, revision: h.Revision})),
   }
 }
 
-export async function readReports(files: readonly string[]): Promise<Report[]> {
+export async function readReports(files: readonly string[]): Promise<LoadedReport[]> {
   return Promise.all(
     files.map(async (f) => {
       return parseReport(readTextFile(f, 'the provided report', REPORT_MAX_BYTES), f)
@@ -114,13 +65,13 @@ export async function readReports(files: readonly string[]): Promise<Report[]> {
 
 export interface ReleasePlan {
   ips: ReleaseOption[]
-  handles: ReportHandle[]
+  handles: LeakedHandle[]
   /** Upstream's WARNING lines for checks that --force overrode. */
   warnings: string[]
 }
 
 const allocKey = (a: ReportAllocation) => `${a.ip}|${a.handle ?? ''}|${a.sequenceNumber ?? ''}`
-const handleKey = (h: ReportHandle) => `${h.id}|${h.revision}`
+const handleKey = (h: LeakedHandle) => `${h.id}|${h.revision}`
 
 /** Keep the items present in every list (by key), in the first list's order. */
 function intersect<T>(lists: readonly T[][], key: (t: T) => string): T[] {
@@ -145,7 +96,7 @@ export const REPORT_STEPS =
  * fix is to take it again under the lock. A non-empty GUID that differs names another cluster (or a datastore
  * whose ClusterInformation was re-created); that keeps upstream's wording.
  */
-function guidMismatch(r: Report): ValidationError {
+function guidMismatch(r: LoadedReport): ValidationError {
   if (r.clusterGUID === '') {
     return new ValidationError(
       `the provided report (${r.file}) was taken while the datastore was not locked (it has no cluster GUID); ${REPORT_STEPS}. Refusing to release`,
@@ -162,7 +113,7 @@ function guidMismatch(r: Report): ValidationError {
  */
 export async function planRelease(
   ctx: Ctx,
-  reports: readonly Report[],
+  reports: readonly LoadedReport[],
   opts: {version: string; force?: boolean},
 ): Promise<ReleasePlan> {
   if (reports.length === 0) throw new ValidationError('give at least one report')
@@ -296,7 +247,7 @@ export async function executeRelease(
 }
 
 /** Get → compare revision → guarded delete. False if the handle is gone or changed since the report. */
-async function deleteHandleAt(ctx: Ctx, h: ReportHandle): Promise<boolean> {
+async function deleteHandleAt(ctx: Ctx, h: LeakedHandle): Promise<boolean> {
   const key = keys.handle(h.id)
   const kv = await ctx.store.get(key)
   // Our handle records carry no UID (as on upstream's etcd backend), so the revision is the whole check.

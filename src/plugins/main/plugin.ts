@@ -8,14 +8,9 @@ import path from 'node:path'
 import type {Ctx} from '../../lib/ipam/context.js'
 import {systemClock} from '../../lib/clock.js'
 import {addressOf, familyOf, hostCidr, type CniResult} from '../../lib/cni/result.js'
-import {
-  checkHostLinkReplaceable,
-  checkPod,
-  openPodSide,
-  unwirePod,
-  wirePod,
-  type WireRequest,
-} from '../../lib/dataplane/veth.js'
+import {checkPod} from '../../lib/dataplane/check.js'
+import type {WireRequest} from '../../lib/dataplane/layout.js'
+import {checkHostLinkReplaceable, openPodSide, unwirePod, wirePod} from '../../lib/dataplane/veth.js'
 import {hostVethName, interfacePrefix, validIfName} from '../../lib/dataplane/names.js'
 import {openStore as defaultOpenStore} from '../../lib/store/open.js'
 import type {Store} from '../../lib/store/store.js'

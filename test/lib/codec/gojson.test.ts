@@ -251,6 +251,36 @@ describe('encodeJson values', () => {
   })
 })
 
+describe('encodeJson layout (MarshalIndent) and escapeHtml', () => {
+  const sample = {
+    name: 'p1',
+    empty: [],
+    none: {},
+    nested: {list: [1, 'two', null, {deep: true}], n: -1.5},
+    gone: undefined,
+  }
+
+  test('indented as MarshalIndent(v, "", "  "), which is also what JSON.stringify(v, null, 2) writes', () => {
+    assert.equal(encodeJson(sample, {indent: '  '}), JSON.stringify(sample, null, 2))
+    assert.equal(encodeJson([[]], {indent: '\t'}), '[\n\t[]\n]')
+    assert.equal(encodeJson('x', {indent: '  '}), '"x"')
+  })
+
+  test('bigints of either sign, in objects, arrays and Maps, are plain integers', () => {
+    const v = {a: 18446744073709551615n, b: [-1767323045000000001n], m: new Map([['k', -5n]])}
+    assert.equal(
+      encodeJson(v, {indent: '  '}),
+      '{\n  "a": 18446744073709551615,\n  "b": [\n    -1767323045000000001\n  ],\n  "m": {\n    "k": -5\n  }\n}',
+    )
+  })
+
+  test('escapeHtml false leaves <, > and & alone and escapes everything else as before', () => {
+    assert.equal(encodeJson('<a&b>', {escapeHtml: false}), '"<a&b>"')
+    assert.equal(encodeJson({'<k>': 'a\n"\u0001'}, {escapeHtml: false}), '{"<k>":"a\\n\\"\\u0001"}')
+    assert.equal(encodeJson('<a&b>', {indent: '  '}), '"\\u003ca\\u0026b\\u003e"')
+  })
+})
+
 describe('goMap', () => {
   test('sorts keys bytewise: "10" before "2"', () => {
     const m = goMap({'2': 2n, '10': 10n, '1': 1n, '0': 0n})

@@ -24,6 +24,7 @@ import {
 } from '../../support/netns.ts'
 
 type Veth = typeof import('../../../src/lib/dataplane/veth.ts')
+type PodCheck = typeof import('../../../src/lib/dataplane/check.ts')
 type Netns = typeof import('../../../src/lib/dataplane/netns.ts')
 type Errors = typeof import('../../../src/lib/dataplane/errors.ts')
 type BaseErrors = typeof import('../../../src/lib/errors.ts')
@@ -89,6 +90,7 @@ async function waitFor(cond: () => boolean, ms = 3000): Promise<boolean> {
 
 describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces', {skip: SKIP}, () => {
   let veth: Veth
+  let podCheck: PodCheck
   let netns: Netns
   let errors: Errors
   let base: BaseErrors
@@ -96,6 +98,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
 
   before(async () => {
     veth = await import('../../../src/lib/dataplane/veth.ts')
+    podCheck = await import('../../../src/lib/dataplane/check.ts')
     netns = await import('../../../src/lib/dataplane/netns.ts')
     errors = await import('../../../src/lib/dataplane/errors.ts')
     base = await import('../../../src/lib/errors.ts')
@@ -256,30 +259,30 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     })
 
     await t.test('checkPod passes right after wirePod and reports tampering', async () => {
-      await veth.checkPod(req)
+      await podCheck.checkPod(req)
       // (Deleting the only IPv4 address would make the kernel flush the pod's IPv4 routes too, so tamper with v6.)
       ip('-n', ns.name, 'addr', 'del', `${v6(1)}/128`, 'dev', 'eth0')
       await assert.rejects(
-        veth.checkPod(req),
+        podCheck.checkPod(req),
         (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'pod-address-missing',
       )
       ip('-n', ns.name, 'addr', 'add', `${v6(1)}/128`, 'dev', 'eth0', 'nodad')
       ip('-n', ns.name, 'route', 'del', 'default')
       await assert.rejects(
-        veth.checkPod(req),
+        podCheck.checkPod(req),
         (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'pod-route-missing',
       )
       ip('-n', ns.name, 'route', 'add', 'default', 'via', '169.254.1.1', 'dev', 'eth0')
-      await veth.checkPod(req)
+      await podCheck.checkPod(req)
       ip('route', 'del', `${v6(1)}/128`, 'dev', hostIf)
       await assert.rejects(
-        veth.checkPod(req),
+        podCheck.checkPod(req),
         (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'host-route-missing',
       )
       ip('-6', 'route', 'add', `${v6(1)}/128`, 'dev', hostIf)
       ip('-n', ns.name, 'link', 'set', 'eth0', 'down')
       await assert.rejects(
-        veth.checkPod(req),
+        podCheck.checkPod(req),
         (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'pod-link-down',
       )
     })
@@ -293,7 +296,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
       assert.deepEqual(hostRoutes(`${v6(1)}/128`, '-6'), [])
       await veth.unwirePod(req)
       await assert.rejects(
-        veth.checkPod(req),
+        podCheck.checkPod(req),
         (e: unknown) => e instanceof errors.PodCheckError && e.mismatch === 'pod-link-missing',
       )
     })
@@ -318,7 +321,13 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     assert.equal(sysctl('net.ipv4.ip_forward', ns.name), '1')
     assert.deepEqual(ipJson<IpRoute[]>('-n', ns.name, '-6', 'route', 'show', 'default'), [])
     assert.equal(sysctl(`net.ipv4.conf.${hostIf}.proxy_arp`), '1')
-    await veth.checkPod({netns: ns.name, ifName: 'net1', hostIfName: hostIf, ipv4: v4(2), podMac: '0a:58:0a:c7:00:02'})
+    await podCheck.checkPod({
+      netns: ns.name,
+      ifName: 'net1',
+      hostIfName: hostIf,
+      ipv4: v4(2),
+      podMac: '0a:58:0a:c7:00:02',
+    })
     await veth.unwirePod({netns: ns.name, ifName: 'net1', hostIfName: hostIf, ipv4: v4(2)})
     assert.equal(hostLinkExists(hostIf), false)
   })
@@ -547,7 +556,7 @@ describe('dataplane: wirePod / unwirePod / checkPod in real network namespaces',
     }
     await Promise.all(
       pods.map((p) =>
-        veth.checkPod({netns: p.ns.path, ifName: 'eth0', hostIfName: p.hostIfName, ipv4: p.ipv4, ipv6: p.ipv6}),
+        podCheck.checkPod({netns: p.ns.path, ifName: 'eth0', hostIfName: p.hostIfName, ipv4: p.ipv4, ipv6: p.ipv6}),
       ),
     )
     await Promise.all(

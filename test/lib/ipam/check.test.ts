@@ -6,16 +6,11 @@ import os from 'node:os'
 import path from 'node:path'
 import {after, describe, it} from 'node:test'
 import {autoAssign} from '../../../src/lib/ipam/autoassign.ts'
-import {
-  buildReport,
-  canonicalV4,
-  CLUSTER_INFO_KEY,
-  checkIpam,
-  reportJson,
-  writeReport,
-} from '../../../src/lib/ipam/check.ts'
+import {canonicalV4, CLUSTER_INFO_KEY, checkIpam} from '../../../src/lib/ipam/check.ts'
+import {buildReport, reportJson} from '../../../src/lib/ipam/check-report.ts'
 import type {Ctx} from '../../../src/lib/ipam/context.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
+import {writeReport} from '../../../src/lib/ipam/report-file.ts'
 import {goTimeString} from '../../../src/lib/codec/gotime.ts'
 import {formatIp, parseCidr, tryParseIp} from '../../../src/lib/net/cidr.ts'
 import {keys} from '../../../src/lib/store/keys.ts'

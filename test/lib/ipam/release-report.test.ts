@@ -16,7 +16,12 @@ import {
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {ipStatus} from '../../../src/lib/ipam/query.ts'
 import {releaseIps} from '../../../src/lib/ipam/release.ts'
-import {executeRelease, parseReport, planRelease, type Report} from '../../../src/lib/ipam/release-report.ts'
+import {
+  executeRelease,
+  type LoadedReport as Report,
+  parseReport,
+  planRelease,
+} from '../../../src/lib/ipam/release-report.ts'
 import {keys} from '../../../src/lib/store/keys.ts'
 import {assertInvariants, type Env, freshCtx, seed} from './helpers.ts'
 
