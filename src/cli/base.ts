@@ -56,7 +56,8 @@ export abstract class BaseCommand extends Command {
       helpGroup: 'GLOBAL',
     }),
     'etcd-endpoints': Flags.string({
-      summary: 'Comma-separated etcd URLs, e.g. https://10.0.0.1:2379. Env: ETCD_ENDPOINTS.',
+      summary:
+        'Comma-separated etcd URLs, e.g. https://10.0.0.1:2379; selects etcdv3 unless a datastore type is given. Env: ETCD_ENDPOINTS.',
       helpGroup: 'GLOBAL',
     }),
     config: Flags.string({
@@ -78,14 +79,18 @@ export abstract class BaseCommand extends Command {
    */
   static storeMode?: OpenMode
 
-  protected settings(flags: GlobalFlags): DatastoreSettings {
-    return resolveSettings({
-      datastore: flags.datastore,
-      etcdEndpoints: flags['etcd-endpoints'],
-      config: flags.config,
-      timeout: flags.timeout,
-      datastorePath: flags['datastore-path'],
-    })
+  protected settings(flags: GlobalFlags, opts: {bothTypes?: boolean} = {}): DatastoreSettings {
+    return resolveSettings(
+      {
+        datastore: flags.datastore,
+        etcdEndpoints: flags['etcd-endpoints'],
+        config: flags.config,
+        timeout: flags.timeout,
+        datastorePath: flags['datastore-path'],
+      },
+      process.env,
+      opts,
+    )
   }
 
   /** Open a datastore; `mode` defaults to the command's declared storeMode. */

@@ -1,5 +1,6 @@
 // `ipamctl ipam release`: by address (all or nothing) and by handle; cooldown.
 import assert from 'node:assert/strict'
+import path from 'node:path'
 import {describe, test} from 'node:test'
 import {assertRejected, fixture, sandbox, type Sandbox} from './helpers.ts'
 
@@ -86,18 +87,22 @@ describe('ipam release', {concurrency: true}, () => {
   })
 })
 
-test('release asks first: without a terminal and without --yes it refuses (exit 2) and releases nothing', async () => {
+test('explicit targets release without a question, as calicoctl does; --from-report still asks', async () => {
   const sb = sandbox()
   await sb.ok('pool', 'create', 'p', '--cidr', '10.31.0.0/28', '--block-size', '28')
-  await sb.ok('ipam', 'assign', '--host', 'h1', '--count', '2', '--handle', 'hh')
+  await sb.ok('ipam', 'assign', '--host', 'h1', '--count', '3', '--handle', 'hh')
+  await sb.ok('ipam', 'assign', '--host', 'h1', '--count', '1', '--handle', 'h2')
+  assert.equal(
+    await sb.ok('ipam', 'release', '--ip', '10.31.0.0', '--ip', '10.31.0.1'),
+    'Successfully released IP address 10.31.0.0\nSuccessfully released IP address 10.31.0.1\n',
+  )
+  assert.match(await sb.ok('ipam', 'release', '--handle', 'h2'), /^Successfully released 1 IP address of handle h2/)
+  const report = path.join(sb.dir, 'r.json')
+  await sb.ok('datastore', 'lock')
+  await sb.ok('ipam', 'check', '-o', report)
   const before = sb.dump()
-  for (const args of [
-    ['--ip', '10.31.0.0'],
-    ['--handle', 'hh'],
-  ]) {
-    const r = await sb.run('ipam', 'release', ...args)
-    assert.equal(r.status, 2, r.stderr)
-    assert.match(r.stderr, /^Error: Release .*refusing without confirmation; pass --yes to confirm\n$/)
-    assert.equal(sb.dump(), before)
-  }
+  const r = await sb.run('ipam', 'release', '--from-report', report)
+  assert.equal(r.status, 2, r.stderr)
+  assert.match(r.stderr, /^Error: Release .*refusing without confirmation; pass --yes to confirm\n$/)
+  assert.equal(sb.dump(), before)
 })

@@ -33,7 +33,7 @@ Keys are written first, then the target's extra keys are deleted, in transaction
 
   async run(): Promise<void> {
     const {flags} = await this.parse(DatastoreMigrate)
-    const base = this.settings(flags)
+    const base = this.settings(flags, {bothTypes: true})
     const to = flags.to as 'etcdv3' | 'embedded'
     const dryRun = flags['dry-run']
     const targetSettings: DatastoreSettings = {...base, type: to}

@@ -14,10 +14,11 @@ export default class IpamRelease extends BaseCommand {
     'Release addresses by IP, every address of a handle, or the leaks listed in ipam check reports.'
   static override description =
     'With --ip, every address must currently be assigned; otherwise nothing is released and the exit status is 3.\n\n' +
-    'With --from-report (repeatable), the reports must come from this cluster (same cluster GUID, even with --force), at least one must have been made at the current ClusterInformation revision, and the datastore must be locked (datastore lock) unless --force is given; a report from another version is also refused without --force. Only addresses that every report lists as leaked (not in use, not cooling down) are released, each only if its sequence number still matches the report; leaked handles are deleted only if their revision still matches. Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without --yes: exit status 2, nothing changed). Exit status 4 if some addresses had changed since the report.'
+    'With --from-report (repeatable), the reports must come from this cluster (same cluster GUID, even with --force), at least one must have been made at the current ClusterInformation revision, and the datastore must be locked (datastore lock) unless --force is given; a report from another version is also refused without --force. Only addresses that every report lists as leaked (not in use, not cooling down) are released, each only if its sequence number still matches the report; leaked handles are deleted only if their revision still matches. Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without --yes: exit status 2, nothing changed). Exit status 4 if some addresses had changed since the report.\n\n' +
+    'Explicit targets (--ip, --handle) are released without a question, as calicoctl does.'
   static override examples = [
-    '<%= config.bin %> <%= command.id %> --ip 10.65.0.5 --yes',
-    '<%= config.bin %> <%= command.id %> --handle pod-a --yes',
+    '<%= config.bin %> <%= command.id %> --ip 10.65.0.5 --ip 10.65.0.6',
+    '<%= config.bin %> <%= command.id %> --handle pod-a',
     '<%= config.bin %> <%= command.id %> --from-report report.json --yes',
   ]
   static override flags = {
@@ -32,7 +33,10 @@ export default class IpamRelease extends BaseCommand {
       summary: 'With --from-report: go ahead although the datastore is not locked or a report is from another version.',
       dependsOn: ['from-report'],
     }),
-    yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation (needed without a terminal).'}),
+    yes: Flags.boolean({
+      char: 'y',
+      summary: 'With --from-report: do not ask for confirmation (needed without a terminal).',
+    }),
   }
 
   static override interruptible = true
@@ -58,17 +62,9 @@ export default class IpamRelease extends BaseCommand {
       return
     }
     if (flags.handle !== undefined) {
-      // Unknown handle → not found, before anything is asked.
-      const ips = await ipsByHandle(ctx, flags.handle)
-      if (
-        !(await confirmOrRefuse(
-          `Release ${ips.length} IP address${ips.length === 1 ? '' : 'es'} of handle ${flags.handle}?`,
-          flags.yes,
-        ))
-      ) {
-        this.out('Aborted; nothing was changed.\n')
-        return
-      }
+      // Explicit targets run without a question, as calicoctl's `ipam release --ip` does: the caller named exactly
+      // what goes. An unknown handle is exit 3 with nothing changed.
+      await ipsByHandle(ctx, flags.handle)
       const released = await releaseByHandle(ctx, flags.handle)
       this.out(
         `Successfully released ${released.length} IP address${released.length === 1 ? '' : 'es'} of handle ${flags.handle}${released.length ? ': ' + released.join(', ') : ''}\n`,
@@ -76,12 +72,8 @@ export default class IpamRelease extends BaseCommand {
       return
     }
     if (!flags.ip?.length) throw new ValidationError('give --ip ADDRESS, --handle ID or --from-report FILE')
-    // Bad input (an address that is not assigned) is reported before anything is asked.
+    // Every address must be assigned, or nothing is released (exit 3).
     await assertAllAssigned(ctx, flags.ip)
-    if (!(await confirmOrRefuse(`Release ${flags.ip.join(', ')}?`, flags.yes))) {
-      this.out('Aborted; nothing was changed.\n')
-      return
-    }
     const r = await releaseIps(
       ctx,
       flags.ip.map((ip) => ({ip})),

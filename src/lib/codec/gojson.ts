@@ -191,3 +191,116 @@ export function asBigInt(v: JsonValue | undefined, what: string): bigint {
   if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v)
   throw new ValidationError(`malformed ${what}: expected an integer`)
 }
+
+/** Index just past the JSON value that starts at `i` (after any whitespace); the text must be valid JSON. */
+function skipValue(text: string, i: number): number {
+  i = skipSpace(text, i)
+  const c = text[i]
+  if (c === '"') {
+    for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++
+    return i + 1
+  }
+  if (c === '{' || c === '[') {
+    let depth = 0
+    for (; i < text.length; i++) {
+      const ch = text[i]
+      if (ch === '"') i = skipValue(text, i) - 1
+      else if (ch === '{' || ch === '[') depth++
+      else if (ch === '}' || ch === ']') {
+        depth--
+        if (depth === 0) return i + 1
+      }
+    }
+    throw new ValidationError('malformed JSON: unterminated object or array')
+  }
+  const m = /^[^,\]}\s]+/.exec(text.slice(i, i + 64))
+  if (!m) throw new ValidationError(`malformed JSON at offset ${i}`)
+  return i + m[0].length
+}
+
+function skipSpace(text: string, i: number): number {
+  while (i < text.length && (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t')) i++
+  return i
+}
+
+/**
+ * The members of a JSON object (`kind: 'object'`, key → value text) or the items of an array, each value as its
+ * exact source text. Re-encoding parsed values would reorder integer-like keys (a block's
+ * `sequenceNumberForAllocation`), so copies that must stay byte-exact work on the text.
+ */
+export function rawMembers(text: string): {key: string; text: string}[] {
+  nativeParse(text) // validates, so the scanner below may assume well-formed input
+  let i = skipSpace(text, 0)
+  const open = text[i]
+  if (open !== '{' && open !== '[') throw new ValidationError('malformed JSON: expected an object or an array')
+  const out: {key: string; text: string}[] = []
+  i = skipSpace(text, i + 1)
+  let n = 0
+  while (text[i] !== (open === '{' ? '}' : ']')) {
+    let key = String(n++)
+    if (open === '{') {
+      const end = skipValue(text, i)
+      key = JSON.parse(text.slice(i, end)) as string
+      i = skipSpace(text, end) + 1 // the ':'
+    }
+    const start = skipSpace(text, i)
+    const end = skipValue(text, start)
+    out.push({key, text: text.slice(start, end)})
+    i = skipSpace(text, end)
+    if (text[i] === ',') i = skipSpace(text, i + 1)
+  }
+  return out
+}
+
+/** The JSON text without insignificant whitespace (Go's json.Compact). */
+export function compactJson(text: string): string {
+  let out = ''
+  for (let i = 0; i < text.length; ) {
+    const c = text[i]!
+    if (c === '"') {
+      const end = skipValue(text, i)
+      out += text.slice(i, end)
+      i = end
+    } else {
+      if (c !== ' ' && c !== '\n' && c !== '\r' && c !== '\t') out += c
+      i++
+    }
+  }
+  return out
+}
+
+/**
+ * Compact JSON re-indented as Go's json.Indent (and so json.MarshalIndent) lays it out: one member per line,
+ * `": "` after keys, and empty objects and arrays kept as `{}` and `[]`.
+ */
+export function indentJson(compact: string, indent = '  '): string {
+  const parts: string[] = []
+  let depth = 0
+  const newline = () => `\n${indent.repeat(depth)}`
+  for (let i = 0; i < compact.length; ) {
+    const c = compact[i]!
+    if (c === '"') {
+      const end = skipValue(compact, i)
+      parts.push(compact.slice(i, end))
+      i = end
+      continue
+    }
+    if (c === '{' || c === '[') {
+      const close = c === '{' ? '}' : ']'
+      if (compact[i + 1] === close) {
+        parts.push(c + close)
+        i += 2
+        continue
+      }
+      depth++
+      parts.push(c + newline())
+    } else if (c === '}' || c === ']') {
+      depth--
+      parts.push(newline() + c)
+    } else if (c === ',') parts.push(`,${newline()}`)
+    else if (c === ':') parts.push(': ')
+    else parts.push(c)
+    i++
+  }
+  return parts.join('')
+}

@@ -1,5 +1,6 @@
-// Calico IPPool manifests (YAML or JSON, several documents, or a List) → pool inputs. Strict: an unknown
-// field is almost always a typo that would otherwise silently become a default.
+// Calico manifests (YAML or JSON, several documents, a List or a top-level sequence) → v3 objects, and IPPool
+// objects → pool inputs. Strict: an unknown field is almost always a typo that would otherwise silently become a
+// default.
 import {loadYaml} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import type {PoolInput} from './pool.js'
@@ -19,10 +20,10 @@ const SPEC_FIELDS = new Set([
 ])
 const METADATA_FIELDS = new Set(['name', 'labels', 'annotations', 'uid', 'creationTimestamp', 'resourceVersion'])
 
-type Obj = Record<string, unknown>
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
+export type Obj = Record<string, unknown>
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-function poolFrom(doc: unknown, where: string): PoolInput {
+export function poolFrom(doc: unknown, where: string): PoolInput {
   if (!isObj(doc)) throw new ValidationError(`${where}: expected an IPPool object`)
   if (doc.kind !== 'IPPool')
     throw new ValidationError(`${where}: kind must be IPPool (got ${JSON.stringify(doc.kind)})`)
@@ -72,9 +73,19 @@ function poolFrom(doc: unknown, where: string): PoolInput {
   }
 }
 
-export function parsePoolManifest(text: string, source = 'manifest'): PoolInput[] {
+/** One object of a manifest, with where it came from for error messages (`FILE document 2 item 3`). */
+export interface ManifestObject {
+  obj: Obj
+  where: string
+}
+
+/**
+ * Every object of a manifest, in order: several YAML documents, JSON, `kind: List` or `kind: <Kind>List` with
+ * `items`, or a top-level sequence (what `pool list -o yaml` prints). Objects are not checked beyond being maps.
+ */
+export function parseManifest(text: string, source = 'manifest'): ManifestObject[] {
   const docs = loadYaml().parseAllDocuments(text)
-  const out: PoolInput[] = []
+  const out: ManifestObject[] = []
   docs.forEach((d, i) => {
     const where = docs.length > 1 ? `${source} document ${i + 1}` : source
     if (d.errors.length > 0) throw new ValidationError(`${where}: ${d.errors[0]!.message.split('\n')[0]}`)
@@ -86,13 +97,24 @@ export function parsePoolManifest(text: string, source = 'manifest'): PoolInput[
       throw new ValidationError(`${where}: ${(err as Error).message.split('\n')[0]}`)
     }
     if (v === null || v === undefined) return
-    if (isObj(v) && (v.kind === 'List' || v.kind === 'IPPoolList')) {
+    const items = (list: unknown[], at: string) =>
+      list.forEach((item, j) => {
+        const w = `${at} item ${j + 1}`
+        if (!isObj(item)) throw new ValidationError(`${w}: expected a resource object`)
+        out.push({obj: item, where: w})
+      })
+    if (Array.isArray(v)) items(v, where)
+    else if (isObj(v) && typeof v.kind === 'string' && v.kind.endsWith('List')) {
       if (!Array.isArray(v.items)) throw new ValidationError(`${where}: a ${v.kind} needs items`)
-      v.items.forEach((item, j) => out.push(poolFrom(item, `${where} item ${j + 1}`)))
-    } else {
-      out.push(poolFrom(v, where))
-    }
+      items(v.items, where)
+    } else if (isObj(v)) out.push({obj: v, where})
+    else throw new ValidationError(`${where}: expected a resource object`)
   })
+  return out
+}
+
+export function parsePoolManifest(text: string, source = 'manifest'): PoolInput[] {
+  const out = parseManifest(text, source).map((m) => poolFrom(m.obj, m.where))
   if (out.length === 0) throw new ValidationError(`${source}: no IPPool found`)
   return out
 }

@@ -44,7 +44,8 @@ export function validateLabels(labels: Readonly<Record<string, string>>, what = 
   }
 }
 
-export function encodeNode(n: NodeRecord): string {
+/** `extra`: a spec and annotations given in a manifest (Calico's own fields, stored as given). */
+export function encodeNode(n: NodeRecord, extra: {spec?: unknown; annotations?: Record<string, string>} = {}): string {
   return encodeJson({
     kind: 'Node',
     apiVersion: 'projectcalico.org/v3',
@@ -53,8 +54,9 @@ export function encodeNode(n: NodeRecord): string {
       uid: n.uid,
       creationTimestamp: n.creationTimestamp,
       labels: Object.keys(n.labels).length ? goMap(n.labels) : undefined,
+      annotations: extra.annotations && Object.keys(extra.annotations).length ? goMap(extra.annotations) : undefined,
     },
-    spec: {},
+    spec: extra.spec ?? {},
   })
 }
 

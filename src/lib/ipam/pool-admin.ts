@@ -117,15 +117,38 @@ async function checkAgainstStore(ctx: Ctx, pools: readonly Pool[]): Promise<bigi
   const blockCidrs = blockKeys.map(parseBlockKey).filter((c) => c !== undefined)
   for (const p of pools) {
     if (existing.some((e) => e.name === p.name)) throw new ConflictError(`IP pool ${p.name} already exists`)
-    const clash = existing.find((e) => overlaps(e.cidr, p.cidr))
-    if (clash) throw overlapError(p, clash)
-    if (blockCidrs.some((b) => overlaps(b, p.cidr) && b.prefix !== p.spec.blockSize)) {
-      throw new ConflictError(
-        `IPPool blocksSize conflicts with existing allocations that use a different blockSize (pool ${p.name})`,
-      )
-    }
+    checkPoolPlacement(p, existing, blockCidrs)
   }
   return kvs.reduce((m, kv) => (kv.modRevision > m ? kv.modRevision : m), 0n)
+}
+
+/**
+ * Where a new or moved pool may go: it must not overlap another pool (`others`, without itself), and blocks
+ * that exist inside it must have its block size (upstream's create-time checks).
+ */
+export function checkPoolPlacement(p: Pool, others: readonly Pool[], blockCidrs: readonly Cidr[]): void {
+  const clash = others.find((e) => e.name !== p.name && overlaps(e.cidr, p.cidr))
+  if (clash) throw overlapError(p, clash)
+  if (blockCidrs.some((b) => overlaps(b, p.cidr) && b.prefix !== p.spec.blockSize)) {
+    throw new ConflictError(
+      `IPPool blocksSize conflicts with existing allocations that use a different blockSize (pool ${p.name})`,
+    )
+  }
+}
+
+/**
+ * Upstream's update rule: a pool's CIDR and block size define the blocks carved from it, so neither may change
+ * while any block exists inside the pool; everything else (disabled, selectors, modes, uses, labels) may.
+ */
+export function checkPoolChange(old: Pool, next: Pool, blockCidrs: readonly Cidr[]): void {
+  const what =
+    old.spec.cidr !== next.spec.cidr ? 'CIDR' : old.spec.blockSize !== next.spec.blockSize ? 'blockSize' : undefined
+  if (!what) return
+  const used = blockCidrs.filter((b) => containsCidr(old.cidr, b)).length
+  if (used > 0)
+    throw new ConflictError(
+      `IPPool(${old.name}) ${what} cannot be changed while the pool is in use (${used} allocation block${used === 1 ? '' : 's'}); create a new pool and delete this one`,
+    )
 }
 
 async function undoCreate(ctx: Ctx, pools: readonly Pool[]): Promise<void> {

@@ -1,7 +1,7 @@
 // IPReservation resources: CIDRs that new allocations must never use (existing allocations are left alone),
 // their stored v3 JSON form, and a matcher the allocator and the utilization report consult.
 import {randomUuid} from '../random.js'
-import {encodeJson, type JsonValue, parseJson} from '../codec/gojson.js'
+import {encodeJson, goMap, type JsonValue, parseJson} from '../codec/gojson.js'
 import {ConflictError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
 import {type Cidr, type Family, formatCidr, type Ip, lastAddress, parseCidrOrIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
@@ -17,18 +17,24 @@ export interface Reservation {
   creationTimestamp: string
   /** Canonical masked CIDRs, in the order given. */
   reservedCIDRs: string[]
+  labels?: Record<string, string>
 }
 
 export interface ReservationInput {
   name: string
   reservedCIDRs: readonly string[]
+  labels?: Record<string, string>
 }
 
 /**
  * Validate and canonicalise: a bare address becomes /32 or /128. A CIDR with host bits set is refused, as
  * `pool create` refuses it: masking `10.70.0.1/24` would reserve the whole /24 when one address was meant.
  */
-export function normalizeReservation(input: ReservationInput): {name: string; reservedCIDRs: string[]} {
+export function normalizeReservation(input: ReservationInput): {
+  name: string
+  reservedCIDRs: string[]
+  labels?: Record<string, string>
+} {
   const {name} = input
   if (!isResourceName(name)) {
     throw new ValidationError(
@@ -47,7 +53,8 @@ export function normalizeReservation(input: ReservationInput): {name: string; re
       throw new ValidationError(`reservation ${name}: ${(err as Error).message}`)
     }
   })
-  return {name, reservedCIDRs}
+  const labels = input.labels && Object.keys(input.labels).length > 0 ? input.labels : undefined
+  return {name, reservedCIDRs, labels}
 }
 
 export function newReservation(input: ReservationInput, now: Date): Reservation {
@@ -59,7 +66,7 @@ export function reservationResource(r: Reservation) {
   return {
     kind: 'IPReservation',
     apiVersion: 'projectcalico.org/v3',
-    metadata: {name: r.name, uid: r.uid, creationTimestamp: r.creationTimestamp},
+    metadata: {name: r.name, uid: r.uid, creationTimestamp: r.creationTimestamp, labels: r.labels && goMap(r.labels)},
     spec: {reservedCIDRs: r.reservedCIDRs},
   }
 }
@@ -83,6 +90,7 @@ export function decodeReservation(text: string): Reservation {
     uid: typeof md.uid === 'string' ? md.uid : '',
     creationTimestamp: typeof md.creationTimestamp === 'string' ? md.creationTimestamp : '',
     reservedCIDRs,
+    labels: md.labels && typeof md.labels === 'object' ? (md.labels as Record<string, string>) : undefined,
   }
 }
 

@@ -152,7 +152,7 @@ export async function applyMigration(
   from: Store,
   to: Store,
   plan: MigrationPlan,
-  opts: {interrupt?: Interrupt; rerun?: string} = {},
+  opts: {interrupt?: Interrupt; rerun?: string; onProgress?: (written: number, total: number) => void} = {},
 ): Promise<MigrateResult> {
   let notAfter = plan.targetRevision
   const ops: WriteOp[] = [
@@ -179,6 +179,7 @@ export async function applyMigration(
     }
     notAfter = r.revision
     written = Math.min(ops.length, i + BATCH)
+    opts.onProgress?.(written, ops.length)
   }
   return {
     copied: plan.copy.length,

@@ -111,7 +111,19 @@ export function parseEndpoints(v: string, where: string): string[] {
   return list.map((e) => e.replace(/\/$/, ''))
 }
 
-export function resolveSettings(flags: DatastoreFlags, env: NodeJS.ProcessEnv = process.env): DatastoreSettings {
+/**
+ * `opts.bothTypes`: the caller uses the etcd endpoints whatever the type says (datastore migrate, whose source and
+ * target are one of each), so --etcd-endpoints next to an embedded type is not a contradiction there.
+ */
+function sourceName(s: Source): string {
+  return s === 'flag' ? '--datastore flag' : s === 'env' ? 'DATASTORE_TYPE environment variable' : 'config file'
+}
+
+export function resolveSettings(
+  flags: DatastoreFlags,
+  env: NodeJS.ProcessEnv = process.env,
+  opts: {bothTypes?: boolean} = {},
+): DatastoreSettings {
   const configFile = flags.config ?? env.IPAMCTL_CONFIG ?? DEFAULT_CONFIG_FILE
   const file = readConfigFile(configFile, flags.config !== undefined || env.IPAMCTL_CONFIG !== undefined) ?? {}
   const sources: Record<string, Source> = {}
@@ -135,8 +147,19 @@ export function resolveSettings(flags: DatastoreFlags, env: NodeJS.ProcessEnv = 
     return undefined
   }
   const typeText = pick('datastoreType', flags.datastore, 'DATASTORE_TYPE', file.datastoreType)
-  const type =
-    typeText === undefined ? 'embedded' : datastoreType(typeText, `datastore type (${sources.datastoreType})`)
+  let type = typeText === undefined ? 'embedded' : datastoreType(typeText, `datastore type (${sources.datastoreType})`)
+  // --etcd-endpoints on the command line is never ignored: with no type chosen anywhere it selects etcd v3, as it
+  // does in calicoctl; next to a type that says embedded it is a mistake to report (ETCD_ENDPOINTS in the
+  // environment stays ambient, and does not select anything).
+  if (flags.etcdEndpoints !== undefined && !opts.bothTypes) {
+    if (typeText === undefined) {
+      type = 'etcdv3'
+      sources.datastoreType = 'flag'
+    } else if (type === 'embedded')
+      throw new ValidationError(
+        `--etcd-endpoints is for the etcdv3 datastore, but the ${sourceName(sources.datastoreType!)} selects the embedded one; drop one of them`,
+      )
+  }
   const endpointsText = pick('etcdEndpoints', flags.etcdEndpoints, 'ETCD_ENDPOINTS', file.etcdEndpoints)
   const path =
     pick('datastorePath', flags.datastorePath, 'IPAMCTL_DATASTORE_PATH', file.datastorePath) ??
