@@ -8,6 +8,7 @@ const LAYERS = [
   'src/plugins/main', // the ipamctl-cni plugin (and `cni add|del|check` by hand)
   'src/plugins/ipam', // the ipamctl-ipam plugin
   'src/lib/agent', // the per-node agent daemon
+  'src/lib/resources', // projectcalico.org/v3 resources: get/apply/patch/label, export/import
   'src/lib/node-ipam', // the node-level IPAM service shared by the plugins and the agent
   'src/lib/agent-client', // the agent's wire protocol and client
   'src/lib/dataplane', // netlink pod wiring
@@ -38,8 +39,18 @@ const upward = LAYERS.flatMap((_, i) =>
   })),
 )
 
+// A folder missing from LAYERS would count as src/lib itself and fail on every import with a misleading reason.
+const unlisted = {
+  name: 'folder-not-in-layers',
+  comment: 'every folder of src/ must be listed in LAYERS of .dependency-cruiser.cjs (and docs/architecture.md)',
+  severity: 'error',
+  from: {path: '^src/(lib|plugins)/[^/]+/', pathNot: LAYERS.filter((l) => l.split('/').length > 2).map((l) => `^${esc(l)}/`)},
+  to: {path: '.'},
+}
+
 module.exports = {
   forbidden: [
+    unlisted,
     ...upward,
     {
       name: 'no-circular',

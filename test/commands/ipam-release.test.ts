@@ -26,7 +26,7 @@ describe('ipam release', {concurrency: true}, () => {
       'Successfully released IP address 10.30.0.2\n',
     )
     assert.deepEqual(allocated(sb), [1, 3, 9])
-    assert.deepEqual(JSON.parse(sb.value(HANDLE + 'hx')!).block, {'10.30.0.0/26': 2})
+    assert.deepEqual(JSON.parse(sb.value(`${HANDLE}hx`)!).block, {'10.30.0.0/26': 2})
   })
 
   test('several --ip (across handles) in one call; a handle left with no address is deleted', async () => {
@@ -36,8 +36,8 @@ describe('ipam release', {concurrency: true}, () => {
       'Successfully released IP address 10.30.0.1\nSuccessfully released IP address 10.30.0.9\n',
     )
     assert.deepEqual(allocated(sb), [2, 3])
-    assert.equal(sb.value(HANDLE + 'solo'), undefined)
-    assert.deepEqual(JSON.parse(sb.value(HANDLE + 'hx')!).block, {'10.30.0.0/26': 2})
+    assert.equal(sb.value(`${HANDLE}solo`), undefined)
+    assert.deepEqual(JSON.parse(sb.value(`${HANDLE}hx`)!).block, {'10.30.0.0/26': 2})
   })
 
   test('--handle with one address uses the singular; other handles are untouched', async () => {
@@ -47,8 +47,8 @@ describe('ipam release', {concurrency: true}, () => {
       'Successfully released 1 IP address of handle solo: 10.30.0.9\n',
     )
     assert.deepEqual(allocated(sb), [1, 2, 3])
-    assert.equal(sb.value(HANDLE + 'solo'), undefined)
-    assert.ok(sb.value(HANDLE + 'hx'))
+    assert.equal(sb.value(`${HANDLE}solo`), undefined)
+    assert.ok(sb.value(`${HANDLE}hx`))
   })
 
   test('the second address free: exit 3 and the first stays assigned', async () => {

@@ -47,7 +47,7 @@ describe('pool', {concurrency: true}, () => {
       assignmentMode: 'Automatic',
     })
     // The stored value is the same resource (wire compatibility with Calico).
-    assert.deepEqual(JSON.parse(sb.value(POOL_KEY + 'default-ipv4')!), json)
+    assert.deepEqual(JSON.parse(sb.value(`${POOL_KEY}default-ipv4`)!), json)
 
     // By CIDR, as YAML.
     const yaml = parseYaml(await sb.ok('pool', 'get', 'fd80:24e2:f998:72d6::/64', '-o', 'yaml'))
@@ -116,7 +116,7 @@ describe('pool', {concurrency: true}, () => {
   test('pool labels are shown by pool get in YAML and JSON', async () => {
     const sb = sandbox()
     await sb.ok('pool', 'create', 'lab', '--cidr', '10.67.0.0/24', '--label', 'team=net', '--label', 'env=prod')
-    assert.deepEqual(JSON.parse(sb.value(POOL_KEY + 'lab')!).metadata.labels, {env: 'prod', team: 'net'})
+    assert.deepEqual(JSON.parse(sb.value(`${POOL_KEY}lab`)!).metadata.labels, {env: 'prod', team: 'net'})
     assert.deepEqual(parseYaml(await sb.ok('pool', 'get', 'lab', '-o', 'yaml')).metadata.labels, {
       env: 'prod',
       team: 'net',
@@ -197,8 +197,8 @@ describe('pool', {concurrency: true}, () => {
       await sb.ok('pool', 'create', '-f', file),
       'Successfully created IP pool j1 (10.11.0.0/24, block size /26)\nSuccessfully created IP pool j2 (10.12.0.0/24, block size /30)\n',
     )
-    assert.deepEqual(sb.keys(POOL_KEY), [POOL_KEY + 'j1', POOL_KEY + 'j2'])
-    assert.equal(JSON.parse(sb.value(POOL_KEY + 'j1')!).spec.ipipMode, 'Always')
+    assert.deepEqual(sb.keys(POOL_KEY), [`${POOL_KEY}j1`, `${POOL_KEY}j2`])
+    assert.equal(JSON.parse(sb.value(`${POOL_KEY}j1`)!).spec.ipipMode, 'Always')
   })
 
   test('create -f - reads the manifest from stdin', async () => {
@@ -214,7 +214,7 @@ describe('pool', {concurrency: true}, () => {
     assert.equal(r.stderr, `created new datastore at ${sb.db}\n`)
     assert.equal(r.stdout, 'Successfully created IP pool stdin-pool (10.13.0.0/24, block size /26)\n')
     assert.equal(r.status, 0)
-    assert.ok(sb.value(POOL_KEY + 'stdin-pool'))
+    assert.ok(sb.value(`${POOL_KEY}stdin-pool`))
   })
 
   test('delete: refuses without --yes when not on a terminal; with --yes removes the pool, addresses stay allocated', async () => {
@@ -231,13 +231,13 @@ describe('pool', {concurrency: true}, () => {
       2,
       /^Error: Delete IP pool old \(10\.20\.0\.0\/26\): refusing without confirmation; pass --yes to confirm\n$/,
     )
-    assert.ok(sb.value(POOL_KEY + 'old'), 'pool must still exist')
+    assert.ok(sb.value(`${POOL_KEY}old`), 'pool must still exist')
 
     assert.equal(
       await sb.ok('pool', 'delete', 'old', '--yes'),
       'Successfully deleted IP pool old (10.20.0.0/26); released 1 block affinities\n',
     )
-    assert.equal(sb.value(POOL_KEY + 'old'), undefined)
+    assert.equal(sb.value(`${POOL_KEY}old`), undefined)
     assert.deepEqual(sb.keys('/calico/ipam/v2/host/'), [], 'affinities released')
     const block = JSON.parse(sb.value('/calico/ipam/v2/assignment/ipv4/block/10.20.0.0-26')!)
     assert.equal(block.affinity, null, 'block no longer owned')

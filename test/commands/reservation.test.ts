@@ -29,12 +29,12 @@ describe('reservation', {concurrency: true}, () => {
     assert.match(json[0].metadata.uid, /^[0-9a-f-]{36}$/)
     assert.deepEqual(json[0].spec, {reservedCIDRs: ['10.65.0.1/32', '10.65.1.0/24']})
     // Stored exactly as the resource (wire compatibility with Calico).
-    assert.deepEqual(JSON.parse(sb.value(KEY + 'gw')!), json[0])
+    assert.deepEqual(JSON.parse(sb.value(`${KEY}gw`)!), json[0])
     const yaml = parseYaml(await sb.ok('reservation', 'list', '-o', 'yaml'))
     assert.deepEqual(yaml[1].spec, {reservedCIDRs: ['fd80::1/128']})
 
     assert.equal(await sb.ok('reservation', 'delete', 'gw', '--yes'), 'Successfully deleted IP reservation gw\n')
-    assert.deepEqual(sb.keys(KEY), [KEY + 'v6'])
+    assert.deepEqual(sb.keys(KEY), [`${KEY}v6`])
   })
 
   test('bad input is rejected cleanly and changes nothing', async () => {

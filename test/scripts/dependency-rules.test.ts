@@ -75,4 +75,13 @@ describe('dependency rules', () => {
     assert.notEqual(r.code, 0)
     assert.match(r.out, /lib-no-cli-packages/)
   })
+
+  test('a folder missing from the layer list is named as such', async () => {
+    const r = await cruise('unlisted', {
+      'src/lib/newfolder/a.ts': "import {b} from '../ipam/b.js'\nexport const a = b\n",
+      'src/lib/ipam/b.ts': 'export const b = 1\n',
+    })
+    assert.notEqual(r.code, 0)
+    assert.match(r.out, /folder-not-in-layers: src\/lib\/newfolder\/a\.ts/)
+  })
 })

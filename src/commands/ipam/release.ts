@@ -67,7 +67,7 @@ export default class IpamRelease extends BaseCommand {
       await ipsByHandle(ctx, flags.handle)
       const released = await releaseByHandle(ctx, flags.handle)
       this.out(
-        `Successfully released ${released.length} IP address${released.length === 1 ? '' : 'es'} of handle ${flags.handle}${released.length ? ': ' + released.join(', ') : ''}\n`,
+        `Successfully released ${released.length} IP address${released.length === 1 ? '' : 'es'} of handle ${flags.handle}${released.length ? `: ${released.join(', ')}` : ''}\n`,
       )
       return
     }

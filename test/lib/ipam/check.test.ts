@@ -335,7 +335,10 @@ describe('canonicalV4', () => {
     ]
     // And a spread of random dotted quads, some with leading zeros or out-of-range octets.
     let x = 12345
-    const rnd = (n: number) => (x = (x * 1103515245 + 12345) % 2 ** 31) % n
+    const rnd = (n: number) => {
+      x = (x * 1103515245 + 12345) % 2 ** 31
+      return x % n
+    }
     for (let i = 0; i < 2000; i++)
       samples.push(Array.from({length: 4}, () => (rnd(10) === 0 ? `0${rnd(300)}` : String(rnd(300)))).join('.'))
     for (const s of samples) {
