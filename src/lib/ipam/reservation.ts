@@ -54,7 +54,7 @@ export function normalizeReservation(input: ReservationInput): {
     }
   })
   const labels = input.labels && Object.keys(input.labels).length > 0 ? input.labels : undefined
-  return {name, reservedCIDRs, labels}
+  return labels ? {name, reservedCIDRs, labels} : {name, reservedCIDRs}
 }
 
 export function newReservation(input: ReservationInput, now: Date): Reservation {
@@ -85,13 +85,15 @@ export function decodeReservation(text: string): Reservation {
       return []
     }
   })
-  return {
+  const r: Reservation = {
     name: String(md.name),
     uid: typeof md.uid === 'string' ? md.uid : '',
     creationTimestamp: typeof md.creationTimestamp === 'string' ? md.creationTimestamp : '',
     reservedCIDRs,
-    labels: md.labels && typeof md.labels === 'object' ? (md.labels as Record<string, string>) : undefined,
   }
+  // Absent, not undefined, when there are none: decoded records compare equal to the ones they were made from.
+  if (md.labels && typeof md.labels === 'object') r.labels = md.labels as Record<string, string>
+  return r
 }
 
 /** All reservations in name order (the store's key order). */
