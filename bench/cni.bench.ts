@@ -481,7 +481,8 @@ out.push(
     "etcd3 unless etcd is configured; the main plugin encodes its own rtnetlink messages over the `netlink` package's",
     "socket (not the package's ~240 KB of struct tables); the IPAM plugin talks to the agent through a small native",
     "addon (native/unix-exchange), not node:net. The CLI loads each command's packages (SQLite, netlink, YAML, etcd3)",
-    'only when that command runs, and its bundle sorts command ids without building an ICU collator.',
+    'only when that command runs, and its bundle sorts command ids without building an ICU collator. docs/startup.md',
+    'has the gain of each of these.',
     '',
   ].join('\n'),
 )

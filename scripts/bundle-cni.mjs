@@ -209,7 +209,7 @@ try {
       throw new Error(`bundle-cni: no code cache for ${name}:\n${r.stdout}${r.stderr}`)
   }
 } catch (err) {
-  fs.rmSync(OUT, {recursive: true, force: true}) // the bins fall back to the tsc output rather than run this
+  fs.rmSync(OUT, {recursive: true, force: true}) // the bins then say the bundle is missing
   throw err
 } finally {
   await agent?.stop()

@@ -85,6 +85,17 @@ describe('CLI start-up', {concurrency: true}, () => {
     )
   })
 
+  test('an ES-module plugin command runs from the bundle: ipamctl autocomplete bash (oclif imports it via __import)', async () => {
+    const home = path.join(tmp, 'home')
+    const {stdout, modules} = await tracedWith(
+      {HOME: home, XDG_CACHE_HOME: path.join(home, '.cache')},
+      'autocomplete',
+      'bash',
+    )
+    assert.match(stdout, /Setup Instructions for IPAMCTL CLI Autocomplete/)
+    assert.ok(modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')), 'bin/run.cjs did not run the bundle')
+  })
+
   test('IPAMCTL_UNBUNDLED=1 runs plain oclif on the tsc output, with the same help', async () => {
     const plain = await tracedWith({IPAMCTL_UNBUNDLED: '1'}, '--help')
     assert.equal(plain.stdout, (await traced('--help')).stdout)
