@@ -1,3 +1,3 @@
 #!/usr/bin/env node
 // CNI plugin `ipamctl-cni` (accepts what calico accepts); see bin/plugin.cjs.
-require('./plugin.cjs').run('ipamctl-cni', 'plugins/main/main.js')
+require('./plugin.cjs').run('ipamctl-cni')

@@ -1,3 +1,3 @@
 #!/usr/bin/env node
 // CNI IPAM plugin `ipamctl-ipam` (accepts what calico-ipam accepts); see bin/plugin.cjs.
-require('./plugin.cjs').run('ipamctl-ipam', 'plugins/ipam/main.js')
+require('./plugin.cjs').run('ipamctl-ipam')

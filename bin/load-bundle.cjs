@@ -3,7 +3,7 @@
 // (`<bundle>.v8cache`), so most of its functions are neither parsed nor compiled on an exec: for a process that
 // lives a few tens of milliseconds, compiling its JavaScript is a large part of its life. V8 checks the cache
 // against the source and its own version and flags; a rejected or missing cache only means compiling from
-// source, as without one.
+// source, as without one. docs/startup.md says why the bundles exist, what each trick gains and how to remove one.
 const fs = require('node:fs')
 const path = require('node:path')
 const vm = require('node:vm')
@@ -14,13 +14,13 @@ function run(file, withCache) {
   let cachedData
   if (withCache) {
     try {
-      cachedData = fs.readFileSync(file + '.v8cache')
+      cachedData = fs.readFileSync(`${file}.v8cache`)
     } catch {}
   }
-  const script = new vm.Script(
-    '(function (exports, require, module, __filename, __dirname, __import) {' + source + '\n})',
-    {filename: file, cachedData},
-  )
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __import) {${source}\n})`, {
+    filename: file,
+    cachedData,
+  })
   if (process.env.IPAMCTL_DEBUG_BUNDLE)
     process.stderr.write(
       `${file}: code cache ${cachedData ? (script.cachedDataRejected ? 'rejected' : 'used') : 'absent'}\n`,
@@ -48,9 +48,39 @@ function run(file, withCache) {
 /** The bundle's exports. */
 exports.load = (file) => run(file, true).exports
 
+const dist = path.join(__dirname, '..', 'dist')
+// Any file tsc emits will do: every tsc run rewrites them all, so one newer than a bundle means src/ was compiled
+// again without `npm run build` (test/scripts/startup-bins.test.ts checks that tsc emits it).
+const TSC_STAMP = path.join(dist, 'lib', 'errors.js')
+exports.TSC_STAMP = TSC_STAMP
+const mtime = (file) => fs.statSync(file, {throwIfNoEntry: false})?.mtimeMs
+
+/**
+ * Whether to run bundle `file`: true, or false when IPAMCTL_UNBUNDLED=1 asks for the tsc output instead. A
+ * missing bundle, or one older than the tsc output, ends the process with one line on stderr rather than run
+ * code other than what ships (docs/startup.md#which-code-runs). Equal times pass: npm gives every file of an
+ * installed package the same mtime.
+ */
+exports.useBundle = (file) => {
+  if (process.env.IPAMCTL_UNBUNDLED === '1') return false
+  const built = mtime(file)
+  if (built === undefined) exports.stop(`the bundle ${file} is missing: run npm run build`)
+  if (built < (mtime(TSC_STAMP) ?? -1))
+    exports.stop(
+      `the bundle ${file} is stale (older than the tsc output): run npm run build, or set IPAMCTL_UNBUNDLED=1 to run the tsc output`,
+    )
+  return true
+}
+
+/** End the process with exit status 1 and `message` as one line on stderr. */
+exports.stop = (message) => {
+  process.stderr.write(`Error: ${message}\n`)
+  process.exit(1)
+}
+
 /** Build time: run `use(exports)` with a fresh compile, then save the cache of everything compiled by then. */
 exports.train = async (file, use) => {
   const {script, exports: m} = run(file, false)
   await use(m)
-  fs.writeFileSync(file + '.v8cache', script.createCachedData())
+  fs.writeFileSync(`${file}.v8cache`, script.createCachedData())
 }

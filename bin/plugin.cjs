@@ -1,20 +1,30 @@
 'use strict'
 // Shared start of the CNI plugin bins. CommonJS on purpose: an ES-module entry starts Node's ESM loader (and
 // fs/promises with it), ~6 ms of a plugin's start-up, and a plugin is exec'd once per pod operation.
-// Runs the bundle from scripts/bundle-cni.mjs through load-bundle.cjs (a V8 code cache made at build time), or
-// the tsc output when that is newer (src/ rebuilt with tsc alone since the last `npm run build`) or the bundle is
-// missing. No oclif here: see src/plugins/ipam/main.ts.
-const {statSync} = require('node:fs')
+// Runs the bundle from scripts/bundle-cni.mjs through load-bundle.cjs (a V8 code cache made at build time); a
+// missing or stale bundle stops with one line, and IPAMCTL_UNBUNDLED=1 runs the tsc output instead
+// (docs/startup.md#which-code-runs). No oclif here: see src/plugins/ipam/main.ts.
 const path = require('node:path')
+const loader = require('./load-bundle.cjs')
 
-const dist = path.join(__dirname, '..', 'dist')
-const mtime = (file) => statSync(file, {throwIfNoEntry: false})?.mtimeMs ?? -1
+const cni = path.join(__dirname, '..', 'dist', 'cni')
 
-/** Run plugin `name` (its bundle) or the tsc-compiled entry `compiled` (relative to dist/), and exit with its code. */
-exports.run = async (name, compiled) => {
-  const bundle = path.join(dist, 'cni', `${name}.cjs`)
-  const fallback = path.join(dist, compiled)
-  const {main} = mtime(bundle) >= mtime(fallback) ? require('./load-bundle.cjs').load(bundle) : await import(fallback)
+/** The tsc output of the entry that bundle `name` was made from, as scripts/bundle-cni.mjs recorded it. */
+function compiledEntry(name) {
+  const file = path.join(cni, 'entries.json')
+  let entries
+  try {
+    entries = require(file)
+  } catch {
+    loader.stop(`${file} is missing: run npm run build`)
+  }
+  return path.join(cni, '..', entries[name])
+}
+
+/** Run plugin `name` (dist/cni/<name>.cjs, or its tsc-compiled entry on request) and exit with its code. */
+exports.run = async (name) => {
+  const bundle = path.join(cni, `${name}.cjs`)
+  const {main} = loader.useBundle(bundle) ? loader.load(bundle) : await import(compiledEntry(name))
   process.exitCode = await main()
   // Everything is closed by now, so the process ends on its own; should a library leave a handle open, do not
   // let it keep the runtime waiting.

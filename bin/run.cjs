@@ -1,13 +1,12 @@
 #!/usr/bin/env node
 'use strict'
-// The ipamctl CLI. CommonJS, and through a bundle with a V8 code cache when there is a fresh one
-// (scripts/bundle-cli.mjs explains why); plain oclif otherwise.
-const {statSync} = require('node:fs')
+// The ipamctl CLI. CommonJS, and through the one-file bundle with a V8 code cache that scripts/bundle-cli.mjs
+// makes; a missing or stale bundle stops with one line, and IPAMCTL_UNBUNDLED=1 runs plain oclif on the tsc output
+// instead (docs/startup.md#which-code-runs).
 const path = require('node:path')
 
 const root = path.join(__dirname, '..')
 const bundle = path.join(root, 'dist', 'cli-bundle', 'ipamctl.cjs')
-const mtime = (file) => statSync(file, {throwIfNoEntry: false})?.mtimeMs ?? -1
 
 /** oclif's load options for the bundle: package.json as is, but commands taken from the bundle's COMMANDS. */
 exports.loadOptions = () => {
@@ -34,9 +33,9 @@ if (require.main === module) {
     process.stdout.write(
       `${name}/${version} ${process.platform}-${arch === 'ia32' ? 'x86' : arch} node-${process.version}\n`,
     )
-  } else if (mtime(bundle) >= mtime(path.join(root, 'dist', 'cli', 'base.js'))) {
-    require('./load-bundle.cjs').load(bundle).execute({loadOptions: exports.loadOptions()})
   } else {
-    import('@oclif/core').then(({execute}) => execute({dir: __filename}))
+    const loader = require('./load-bundle.cjs')
+    if (loader.useBundle(bundle)) loader.load(bundle).execute({loadOptions: exports.loadOptions()})
+    else import('@oclif/core').then(({execute}) => execute({dir: __filename}))
   }
 }

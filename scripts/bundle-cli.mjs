@@ -2,9 +2,9 @@
 //
 // Started the usual way, an oclif CLI resolves, reads and compiles a few hundred CommonJS and ES modules of
 // @oclif/core and its dependencies on every run: 2.5–3× a bare `node -e 0` for `ipamctl --help` (the target is
-// at most 2.5×, docs/design.md#performance-targets). So bin/run.cjs runs this one-file bundle through bin/load-bundle.cjs with a V8 code cache
-// trained here on a few commands, and falls back to plain oclif when the bundle is missing or older than the tsc
-// output (a tsc-only rebuild after editing src/).
+// at most 2.5×, docs/design.md#performance-targets). So bin/run.cjs runs this one-file bundle through
+// bin/load-bundle.cjs with a V8 code cache trained here on a few commands; a missing or stale bundle stops it with
+// a one-line error. docs/startup.md has the measured gain of each trick below, and how to rebuild or remove one.
 //
 // - Commands are found the `explicit` way (an object of command classes, see bin/run.cjs), with one getter per
 //   command that require()s its module on first use: esbuild then initialises a command's modules, and requires
@@ -156,7 +156,7 @@ try {
   if (r.status !== 0 || !fs.existsSync(`${BUNDLE}.v8cache`))
     throw new Error(`bundle-cli: training run failed (exit ${r.status}):\n${r.stdout}${r.stderr}`)
 } catch (err) {
-  fs.rmSync(OUT, {recursive: true, force: true}) // bin/run.cjs falls back to plain oclif rather than run this
+  fs.rmSync(OUT, {recursive: true, force: true}) // bin/run.cjs then says the bundle is missing
   throw err
 } finally {
   fs.rmSync(scratch, {recursive: true, force: true})

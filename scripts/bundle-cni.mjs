@@ -1,11 +1,11 @@
 // Bundle the two CNI plugin entries into dist/cni/ (part of `npm run build`, after tsc).
 //
-// A CNI plugin is exec'd once per pod operation, so its start-up is pod-start latency (the target:
-// IPAM ADD within 20 ms of `node -e 0`, docs/design.md#performance-targets). Loading many small modules one by one, and parsing and compiling them on every exec,
-// costs more than the plugin's work. So each entry becomes one CommonJS bundle, run by bin/load-bundle.cjs with a
-// V8 code cache made here from a training ADD (see the end of this file). The bins (bin/ipamctl-ipam.cjs,
-// bin/ipamctl-cni.cjs) use it, falling back to the tsc output when a bundle is missing or older than it (a
-// tsc-only rebuild after editing src/).
+// A CNI plugin is exec'd once per pod operation, so its start-up is pod-start latency (the target: IPAM ADD within
+// 20 ms of `node -e 0`, docs/design.md#performance-targets). Loading many small modules one by one, and parsing
+// and compiling them on every exec, costs more than the plugin's work. So each entry becomes one CommonJS bundle,
+// run by bin/load-bundle.cjs with a V8 code cache made here from a training ADD (see the end of this file). The
+// bins (bin/ipamctl-ipam.cjs, bin/ipamctl-cni.cjs) run only the bundle: a missing or stale one stops them with a
+// one-line error. docs/startup.md has the measured gain of each trick below, and how to rebuild or remove one.
 //
 // - The JavaScript of better-sqlite3 and netlink is compiled in (INLINED; their native addons still load from
 //   node_modules). Every other npm package stays external and is require()d from node_modules. Of netlink,
@@ -14,12 +14,9 @@
 // - Lazy imports stay lazy: esbuild turns each `import()` (store/etcd.ts → etcd3, store/settings.ts → yaml) into
 //   an init function run on first use. Checked below on the training runs: the build fails if etcd3, cockatiel or
 //   yaml is loaded by an embedded-store ADD.
-// - Node built-ins the plugin rarely or never needs on its path are loaded on first use: node:child_process
-//   (delegating to another IPAM plugin) and node:tty (VERSION only) cost 1–3 ms each to load. src/ does not use
-//   node:crypto at all (random.ts, codec/sha1.ts): loading it was ~5 ms of a full-wiring ADD. node:fs is taken with require():
-//   an ES import of a built-in builds an ES facade that reads every export, and fs's lazy ReadStream/WriteStream/
-//   promises getters then load the whole stream stack. The shims export exactly the names src/ imports; a new
-//   name fails the build until it is added here.
+// - Node built-ins the plugin rarely or never needs on its path are loaded on first use, and node:fs is taken with
+//   require() (scripts/builtin-shims.mjs says why; the names the shims export are read from the built-ins at build
+//   time). src/ does not use node:crypto at all (random.ts, codec/sha1.ts): loading it was ~5 ms of a full-wiring ADD.
 // - The version string is compiled in, so the plugin does not read package.json at start.
 import fs from 'node:fs'
 import os from 'node:os'
@@ -28,60 +25,17 @@ import {spawn} from 'node:child_process'
 import {createRequire} from 'node:module'
 import {fileURLToPath} from 'node:url'
 import {build} from 'esbuild'
+import {builtinShims} from './builtin-shims.mjs'
+
+/**
+ * The plugins: bundle name (dist/cni/<name>.cjs, run by bin/<name>.cjs) → its entry under src/. The only place
+ * that names the entries: dist/cni/entries.json records their tsc output for IPAMCTL_UNBUNDLED=1 (bin/plugin.cjs).
+ */
+const ENTRIES = {'ipamctl-ipam': 'src/plugins/ipam/main.ts', 'ipamctl-cni': 'src/plugins/main/main.ts'}
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const OUT = path.join(ROOT, 'dist', 'cni')
 const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
-
-/** @type {Record<string, string[]>} Built-ins loaded on first call: module → the functions src/ imports from it. */
-const LAZY_BUILTINS = {
-  'node:child_process': ['execFileSync', 'spawn'],
-  'node:tty': ['isatty'],
-}
-/** @type {Record<string, string[]>} Built-ins taken with require() (no ES facade): module → the named imports src/ uses (plus the default). */
-const REQUIRED_BUILTINS = {
-  'node:fs': [
-    'closeSync',
-    'existsSync',
-    'openSync',
-    'readFileSync',
-    'readSync',
-    'statfsSync',
-    'statSync',
-    'writeFileSync',
-    'writeSync',
-  ],
-}
-
-/** @param {string} name a key of LAZY_BUILTINS or REQUIRED_BUILTINS */
-function builtinShim(name) {
-  const head = `import {createRequire} from 'node:module'\nconst require = createRequire(import.meta.url)\n`
-  if (LAZY_BUILTINS[name]) {
-    const fns = LAZY_BUILTINS[name].map(
-      (f) => `export function ${f}(...args) { return (m ??= require(${JSON.stringify(name)})).${f}(...args) }`,
-    )
-    return `${head}let m\n${fns.join('\n')}\n`
-  }
-  const required = REQUIRED_BUILTINS[name]
-  if (!required) throw new Error(`bundle-cni: no shim for ${name}`)
-  return `${head}const m = require(${JSON.stringify(name)})\nexport default m\nexport const {${required.join(', ')}} = m\n`
-}
-
-/** @type {import('esbuild').Plugin} */
-const builtinShims = {
-  name: 'builtin-shims',
-  setup(b) {
-    const names = [...Object.keys(LAZY_BUILTINS), ...Object.keys(REQUIRED_BUILTINS)]
-    const filter = new RegExp(`^(${names.map((n) => n.replace(/[.:/]/g, '\\$&')).join('|')})$`)
-    // Only src/'s imports are redirected; the shims' own require() calls are left alone.
-    b.onResolve({filter}, (a) => (a.namespace === 'file' ? {path: a.path, namespace: 'builtin-shim'} : undefined))
-    b.onLoad({filter: /.*/, namespace: 'builtin-shim'}, (a) => ({
-      contents: builtinShim(a.path),
-      loader: 'js',
-      resolveDir: ROOT,
-    }))
-  },
-}
 
 /** npm packages compiled into the bundle (their JavaScript; native addons are still loaded from node_modules). */
 const INLINED = /^(better-sqlite3|bindings|file-uri-to-path|netlink)(\/|$)/
@@ -126,7 +80,6 @@ const packages = {
 }
 
 fs.rmSync(OUT, {recursive: true, force: true})
-const ENTRIES = {'ipamctl-ipam': 'src/plugins/ipam/main.ts', 'ipamctl-cni': 'src/plugins/main/main.ts'}
 const result = await build({
   absWorkingDir: ROOT,
   entryPoints: ENTRIES,
@@ -146,6 +99,11 @@ const result = await build({
   metafile: true,
   logLevel: 'warning',
 })
+
+fs.writeFileSync(
+  path.join(OUT, 'entries.json'),
+  `${JSON.stringify(Object.fromEntries(Object.entries(ENTRIES).map(([n, src]) => [n, src.replace(/^src\/(.*)\.ts$/, '$1.js')])), null, 2)}\n`,
+)
 
 // Lazy imports stay lazy: esbuild wraps a module reached only through import() (store/etcd.ts → etcd3, cockatiel;
 // store/settings.ts → yaml) in an init function run on the first import(). Checked on the training runs below:
@@ -222,7 +180,7 @@ try {
     const use = agentIo
       ? `async (m) => { await m.main(); if (await m.main(${agentIo}) !== 0) throw new Error('agent ADD failed') }`
       : '(m) => m.main()'
-    const code = `require(${JSON.stringify(LOADER)}).train(${JSON.stringify(path.join(OUT, name + '.cjs'))}, ${use}).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
+    const code = `require(${JSON.stringify(LOADER)}).train(${JSON.stringify(path.join(OUT, `${name}.cjs`))}, ${use}).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
     let r
     if (name === 'ipamctl-cni') {
       // Full wiring, inside a network namespace of its own (unshare(1)) that is also the "pod" netns: links,
@@ -251,7 +209,7 @@ try {
       throw new Error(`bundle-cni: no code cache for ${name}:\n${r.stdout}${r.stderr}`)
   }
 } catch (err) {
-  fs.rmSync(OUT, {recursive: true, force: true}) // the bins fall back to the tsc output rather than run this
+  fs.rmSync(OUT, {recursive: true, force: true}) // the bins then say the bundle is missing
   throw err
 } finally {
   await agent?.stop()

@@ -2,7 +2,8 @@
 // child process against its own SQLite datastore in a fresh temp dir, and reads that file directly (read
 // only) to check what the command did or did not write.
 //
-// - ensureBuilt(): dist/ is compiled from src/ at most once per process, only when stale.
+// - ensureBuilt(): `npm run build` at most once per process, only when the bundles are stale: the tests run the
+//   bundles users run.
 // - Sandbox: a temp dir + store file, `run(...args)` and `dump()`.
 // - fixture(): a store prepared once per process by running CLI commands, copied into each sandbox that
 //   needs it (copying a file is far cheaper than re-running the setup commands).
@@ -18,7 +19,6 @@ import Database from 'better-sqlite3'
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const BIN = path.join(ROOT, 'bin', 'run.cjs')
 const SRC = path.join(ROOT, 'src')
-const DIST = path.join(ROOT, 'dist')
 
 // ---------------------------------------------------------------------------------------------- build
 
@@ -37,22 +37,34 @@ function walk(dir: string, ext: string, out: string[] = []): string[] {
   return out
 }
 
-/** Stale when dist/commands is missing, a src file has no output, or any src file is newer than any output. */
-function distIsStale(): boolean {
-  if (!fs.existsSync(path.join(DIST, 'commands'))) return true
-  let oldestOut = Infinity
-  for (const src of walk(SRC, '.ts')) {
-    if (src.endsWith('.d.ts')) continue
-    const out = path.join(DIST, path.relative(SRC, src)).replace(/\.ts$/, '.js')
-    let st: fs.Stats
-    try {
-      st = fs.statSync(out)
-    } catch {
-      return true
-    }
-    oldestOut = Math.min(oldestOut, st.mtimeMs)
+/** What the bins run, all made by `npm run build` (docs/startup.md#which-code-runs). */
+const BUNDLES = ['dist/cni/ipamctl-ipam.cjs', 'dist/cni/ipamctl-cni.cjs', 'dist/cli-bundle/ipamctl.cjs'].flatMap(
+  (f) => [path.join(ROOT, f), path.join(ROOT, `${f}.v8cache`)],
+)
+/** What the bundles are made from, and the tsc output the bins compare them with (bin/load-bundle.cjs). */
+const inputs = () => [
+  ...walk(SRC, '.ts'),
+  ...walk(path.join(ROOT, 'bin'), '.cjs'),
+  ...['scripts/bundle-cli.mjs', 'scripts/bundle-cni.mjs', 'scripts/builtin-shims.mjs', 'package.json', 'tsconfig.json']
+    .concat('dist/lib/errors.js')
+    .map((f) => path.join(ROOT, f)),
+]
+const mtime = (file: string) => fs.statSync(file, {throwIfNoEntry: false})?.mtimeMs
+
+/** Why the bundles are stale (a missing one, or an input newer than the oldest), or undefined when they are not. */
+export function bundlesStale(): string | undefined {
+  let oldest = Infinity
+  for (const f of BUNDLES) {
+    const t = mtime(f)
+    if (t === undefined) return `${path.relative(ROOT, f)} is missing`
+    oldest = Math.min(oldest, t)
   }
-  return walk(SRC, '.ts').some((src) => fs.statSync(src).mtimeMs > oldestOut)
+  for (const f of inputs()) {
+    const t = mtime(f)
+    if (t === undefined) return `${path.relative(ROOT, f)} is missing`
+    if (t > oldest) return `${path.relative(ROOT, f)} is newer than the bundles`
+  }
+  return undefined
 }
 
 const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
@@ -60,22 +72,25 @@ const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuf
 let built = false
 
 /**
- * Compile src/ → dist/ if dist/ is stale. Test files run in parallel processes, so the compile is guarded
- * by a lock directory; whoever waits re-checks staleness after the lock holder is done.
+ * Run `npm run build` when the bundles are stale, so the tests run what users run: the bundles with their code
+ * caches, never a tsc-only build. Test files run in parallel processes, so the build is guarded by a lock
+ * directory; whoever waits re-checks after the lock holder is done. A failed build fails the test.
  */
 export function ensureBuilt(): void {
   if (built) return
-  if (distIsStale()) {
+  if (process.env.IPAMCTL_UNBUNDLED)
+    throw new Error('IPAMCTL_UNBUNDLED is set: the tests run the bundles users run; unset it')
+  if (bundlesStale()) {
     const lock = path.join(os.tmpdir(), `ipamctl-test-build-${Buffer.from(ROOT).toString('hex').slice(-24)}.lock`)
-    const deadline = Date.now() + 180_000
+    const deadline = Date.now() + 300_000
     for (;;) {
       try {
         fs.mkdirSync(lock)
         break
       } catch {
-        // Another test process is compiling; a lock left by a killed run is broken after two minutes.
+        // Another test process is building; a lock left by a killed run is broken after four minutes.
         try {
-          if (Date.now() - fs.statSync(lock).mtimeMs > 120_000) fs.rmSync(lock, {recursive: true, force: true})
+          if (Date.now() - fs.statSync(lock).mtimeMs > 240_000) fs.rmSync(lock, {recursive: true, force: true})
         } catch {
           /* lock vanished: retry */
         }
@@ -84,21 +99,18 @@ export function ensureBuilt(): void {
       }
     }
     try {
-      if (distIsStale()) {
+      const why = bundlesStale()
+      if (why) {
+        const env: NodeJS.ProcessEnv = {...process.env}
+        delete env.NODE_OPTIONS // the test runner's --import tsx must not leak into the build
         try {
-          execFileSync(
-            process.execPath,
-            [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
-            {cwd: ROOT, stdio: 'pipe'},
-          )
+          execFileSync('npm', ['run', 'build'], {cwd: ROOT, env, stdio: 'pipe'})
         } catch (err) {
-          // tsc still emits on type errors (src is edited concurrently); only a missing build is fatal.
-          const e = err as {stdout?: Buffer}
-          process.stderr.write(
-            `[test/commands] tsc reported errors; testing what it emitted:\n${e.stdout?.toString() ?? err}\n`,
-          )
-          if (!fs.existsSync(path.join(DIST, 'commands'))) throw err
+          const e = err as {stdout?: Buffer; stderr?: Buffer}
+          throw new Error(`npm run build failed (${why}):\n${e.stdout ?? ''}${e.stderr ?? err}`)
         }
+        const still = bundlesStale()
+        if (still) throw new Error(`the bundles are still stale after npm run build: ${still}`)
       }
     } finally {
       fs.rmSync(lock, {recursive: true, force: true})
@@ -264,7 +276,7 @@ export async function fixture(name: string, steps: readonly (readonly string[])[
 
 // ---------------------------------------------------------------------------------------------- assertions
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character is what it looks for
 export const ANSI = /\u001b\[|\u001b\]/
 
 /**

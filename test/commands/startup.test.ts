@@ -8,13 +8,17 @@ import path from 'node:path'
 import {after, describe, test} from 'node:test'
 import {SqliteStore} from '../../src/lib/store/sqlite.ts'
 import {runProcess} from '../support/process.ts'
-import {ROOT, ensureBuilt} from './helpers.ts'
+import {ROOT, bundlesStale, ensureBuilt} from './helpers.ts'
 
 const TRACE = path.join(ROOT, 'test', 'support', 'trace-modules.mjs')
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-startup-'))
 after(() => fs.rmSync(tmp, {recursive: true, force: true}))
 
 async function traced(...args: string[]): Promise<{stdout: string; modules: string[]}> {
+  return tracedWith({}, ...args)
+}
+
+async function tracedWith(extra: NodeJS.ProcessEnv, ...args: string[]): Promise<{stdout: string; modules: string[]}> {
   ensureBuilt()
   const file = path.join(tmp, `trace-${Math.random().toString(16).slice(2)}.txt`)
   const env: NodeJS.ProcessEnv = {
@@ -22,6 +26,7 @@ async function traced(...args: string[]): Promise<{stdout: string; modules: stri
     IPAMCTL_TRACE_MODULES: file,
     NO_COLOR: '1',
     IPAMCTL_DATASTORE_PATH: path.join(tmp, 'ipam.db'),
+    ...extra,
   }
   delete env.NODE_OPTIONS
   const r = await runProcess(process.execPath, ['--import', TRACE, path.join(ROOT, 'bin', 'run.cjs'), ...args], {
@@ -44,10 +49,7 @@ describe('CLI start-up', {concurrency: true}, () => {
     test(`ipamctl ${args.join(' ')} runs the bundle and loads no datastore, netlink, YAML or prompt code`, async () => {
       const {stdout, modules} = await traced(...args)
       assert.match(stdout, /ipamctl/)
-      assert.ok(
-        modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')),
-        'bin/run.cjs did not run the bundle (stale after a tsc-only build? run npm run build)',
-      )
+      assert.ok(modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')), 'bin/run.cjs did not run the bundle')
       assert.ok(
         !modules.some((m) => m.includes('/node_modules/@oclif/core/')),
         'oclif came from node_modules, not the bundle',
@@ -83,8 +85,32 @@ describe('CLI start-up', {concurrency: true}, () => {
     )
   })
 
-  test('the bundle is fresh: built after the tsc output it was made from', () => {
-    assert.ok(fs.statSync(BUNDLE).mtimeMs >= fs.statSync(path.join(ROOT, 'dist', 'cli', 'base.js')).mtimeMs)
+  test('an ES-module plugin command runs from the bundle: ipamctl autocomplete bash (oclif imports it via __import)', async () => {
+    const home = path.join(tmp, 'home')
+    const {stdout, modules} = await tracedWith(
+      {HOME: home, XDG_CACHE_HOME: path.join(home, '.cache')},
+      'autocomplete',
+      'bash',
+    )
+    assert.match(stdout, /Setup Instructions for IPAMCTL CLI Autocomplete/)
+    assert.ok(modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')), 'bin/run.cjs did not run the bundle')
+  })
+
+  test('IPAMCTL_UNBUNDLED=1 runs plain oclif on the tsc output, with the same help', async () => {
+    const plain = await tracedWith({IPAMCTL_UNBUNDLED: '1'}, '--help')
+    assert.equal(plain.stdout, (await traced('--help')).stdout)
+    assert.ok(
+      plain.modules.some((m) => m.includes('/node_modules/@oclif/core/')),
+      'oclif did not come from node_modules',
+    )
+    assert.deepEqual(
+      plain.modules.filter((m) => m.includes('/dist/cli-bundle/')),
+      [],
+    )
+  })
+
+  test('the tests run fresh bundles: built by npm run build after everything they are made from', () => {
+    assert.equal(bundlesStale(), undefined)
     assert.ok(fs.existsSync(`${BUNDLE}.v8cache`), 'no V8 code cache next to the bundle')
   })
 })
