@@ -131,7 +131,21 @@ async function waitHealthy(ctl: () => void, child: ChildProcess, log: () => stri
   }
 }
 
+/**
+ * Start a one-member etcd on free loopback ports. A port found free can be taken by another process (another test
+ * file, another etcd) before etcd binds it; that start is retried on new ports, up to three times.
+ */
 export async function startEtcd(opts: {tls?: boolean} = {}): Promise<EtcdServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEtcdOnce(opts)
+    } catch (err) {
+      if (attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err
+    }
+  }
+}
+
+async function startEtcdOnce(opts: {tls?: boolean}): Promise<EtcdServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-etcd-'))
   const [clientPort, peerPort] = [await freePort(), await freePort()]
   const tls = opts.tls ? makeTls(dir) : undefined
