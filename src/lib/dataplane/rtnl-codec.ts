@@ -83,8 +83,10 @@ export function rtmsg(m: {
   protocol?: number
   scope?: number
   type?: number
+  /** rtm_flags (RTNH_F_ONLINK…), a u32 in the host's byte order. */
+  flags?: number
 }): Buffer {
-  return Buffer.from([
+  const out = Buffer.from([
     m.family,
     m.dstLen ?? 0,
     0,
@@ -98,7 +100,12 @@ export function rtmsg(m: {
     0,
     0,
   ])
+  new DataView(out.buffer, out.byteOffset).setUint32(8, m.flags ?? 0, LE)
+  return out
 }
+
+/** rtm_flags: the gateway is on the link even though no route says so. */
+export const RTNH_F_ONLINK = 4
 
 /** struct ifaddrmsg (8 bytes). */
 export function ifaddrmsg(m: {
