@@ -56,6 +56,11 @@ export class CheckMismatchError extends IpamError {
   }
 }
 
+/** `cni connectivity`: a pair of parties (pods, the host) that should reach each other does not. */
+export class ConnectivityError extends IpamError {
+  override readonly exitCode = 7
+}
+
 /**
  * SIGINT or SIGTERM stopped a multi-transaction operation at a checkpoint between two transactions. The
  * message says what stayed committed and how to undo it. Exit status 130 for either signal: one code tells a

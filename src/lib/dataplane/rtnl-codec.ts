@@ -212,6 +212,8 @@ export interface Address {
   family: number
   prefixlen: number
   index: number
+  /** ifa_scope: 0 universe (global), 253 link, 254 host. */
+  scope: number
   address?: Buffer
   local?: Buffer
 }
@@ -223,6 +225,7 @@ export function decodeAddress(buf: Buffer): Address {
     family: buf[0]!,
     prefixlen: buf[1]!,
     index: v.getUint32(4, LE),
+    scope: buf[3]!,
     address: copy(a.get(IFA.ADDRESS)),
     local: copy(a.get(IFA.LOCAL)),
   }
