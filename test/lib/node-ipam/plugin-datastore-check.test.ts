@@ -69,8 +69,9 @@ describe('CHECK through the agent', () => {
       num4: 1,
       num6: 0,
     })
-    assert.equal(assigned.kind, 'answered')
-    address = (assigned as {body: {result: {ips: {address: string}[]}}}).body.result.ips[0]!.address.split('/')[0]!
+    assert.ok(assigned.kind === 'answered')
+    const result = assigned.body.result as {ips: {address: string}[]}
+    address = result.ips[0]!.address.split('/')[0]!
     const wep = newWorkloadEndpoint(
       {
         name: wepName(req.ids),
