@@ -10,7 +10,15 @@ export const podFlags = {
   }),
   namespace: Flags.string({summary: 'Kubernetes namespace of the pod (default "default" when --pod is given).'}),
   'container-id': Flags.string({summary: 'Container ID (default: derived from the netns name, so add and del match).'}),
-  ifname: Flags.string({summary: 'Interface name inside the namespace.', default: 'eth0'}),
+  ifname: Flags.string({
+    summary: 'Interface name inside the namespace (at most 15 bytes).',
+    description:
+      'Default: eth0; with --network, the first free ethN on add, and the interface recorded for that network on del and check.',
+  }),
+  network: Flags.string({
+    summary:
+      'Attach this network (netconf name) instead of k8s-pod-network: a second interface with its own addresses.',
+  }),
   conf: Flags.string({
     summary: 'CNI network config (.conf or .conflist JSON); default: ipamctl-cni with ipamctl-ipam.',
   }),
@@ -26,7 +34,8 @@ export function podRequest(
     pod?: string
     namespace?: string
     'container-id'?: string
-    ifname: string
+    ifname?: string
+    network?: string
     conf?: string
     node?: string
   },
@@ -38,6 +47,7 @@ export function podRequest(
     namespace: flags.namespace,
     containerId: flags['container-id'],
     ifName: flags.ifname,
+    network: flags.network,
     confFile: flags.conf,
     node: flags.node,
     settings,

@@ -39,6 +39,28 @@ export class ExhaustedError extends IpamError {
   override readonly exitCode = 6
 }
 
+/** Which part of a wired pod differs from what ADD left: its netns, the host end, or the datastore's records. */
+export type MismatchSide = 'pod' | 'host' | 'datastore'
+
+/**
+ * CHECK found a wired pod different from what ADD left (`cni check`, `cni list --check`). The message names the
+ * side that is wrong and the first difference found; CNI callers get `CHECK failed: <difference>` (toCniError).
+ */
+export class CheckMismatchError extends IpamError {
+  override readonly exitCode = 7
+  constructor(
+    readonly side: MismatchSide,
+    readonly difference: string,
+  ) {
+    super(`CHECK failed: the ${side} side is wrong: ${difference}`)
+  }
+}
+
+/** `cni connectivity`: a pair of parties (pods, the host) that should reach each other does not. */
+export class ConnectivityError extends IpamError {
+  override readonly exitCode = 7
+}
+
 /**
  * SIGINT or SIGTERM stopped a multi-transaction operation at a checkpoint between two transactions. The
  * message says what stayed committed and how to undo it. Exit status 130 for either signal: one code tells a
@@ -70,6 +92,7 @@ export const EXIT_CODES = {
   conflict: 4,
   unavailable: 5,
   exhausted: 6,
+  mismatch: 7,
   interrupted: 130,
 } as const
 

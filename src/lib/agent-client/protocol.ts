@@ -10,6 +10,8 @@
 //   POST /v1/endpoint-put   {node, datastore, endpoint: <WorkloadEndpoint record as stored>}  → 200 {}
 //   POST /v1/endpoint-take  {node, datastore, namespace, name, containerID}
 //        → 200 {endpoint: <record> | null, stale}   (the main plugin's WorkloadEndpoint, written / removed)
+//   POST /v1/check  {node, datastore, namespace, name, handle?, ips?}
+//        → 200 {endpoint: <record> | null}   (CHECK: the handle holds exactly `ips`; the record, read)
 //   GET  /v1/status     → 200 {node, datastore, pid, version, startedAt, uptimeSeconds, queued, counters}
 //   GET  /metrics       → Prometheus text (the same registry as --metrics-address)
 //   errors              → 4xx/5xx {error: {type, message, code?, details?, direct?}}
@@ -38,7 +40,7 @@ export const MAX_BODY_BYTES = 1024 * 1024
 /** sun_path is 108 bytes including the terminating NUL. */
 export const MAX_SOCKET_PATH_BYTES = 107
 
-export type AgentOp = 'assign' | 'assign-ip' | 'release' | 'endpoint-put' | 'endpoint-take'
+export type AgentOp = 'assign' | 'assign-ip' | 'release' | 'endpoint-put' | 'endpoint-take' | 'check'
 
 export interface Target {
   /** The node the agent serves; a request for another node is answered with `direct`. */
@@ -86,6 +88,18 @@ export interface EndpointTakeRequest extends Target {
   namespace: string
   name: string
   containerID: string
+}
+
+export interface CheckRequest extends Target {
+  namespace: string
+  name: string
+  /** With `ips`: the attachment's handle, which must hold exactly those addresses. */
+  handle?: string
+  ips?: string[]
+}
+
+export interface CheckReply {
+  endpoint: string | null
 }
 
 export interface EndpointTakeReply {
@@ -215,6 +229,21 @@ export function parseEndpointTake(body: unknown): EndpointTakeRequest {
     name: field(o, 'name', isSegment, segment),
     containerID: field(o, 'containerID', isStr, 'a string'),
   }
+}
+
+export function parseCheck(body: unknown): CheckRequest {
+  const o = asObject(body)
+  const segment = 'a name of 1-253 characters without "/" or control characters'
+  const r: CheckRequest = {
+    ...target(o),
+    namespace: field(o, 'namespace', isSegment, segment),
+    name: field(o, 'name', isSegment, segment),
+  }
+  if (o.handle !== undefined || o.ips !== undefined) {
+    r.handle = field(o, 'handle', isNonEmptyStr, 'a non-empty string')
+    r.ips = field(o, 'ips', isStrList, 'a list of strings')
+  }
+  return r
 }
 
 // ---------------------------------------------------------------------------------------------- errors

@@ -6,20 +6,27 @@ import type {Socket} from 'node:net'
 import {assignIp} from '../ipam/assign-ip.js'
 import type {Ctx} from '../ipam/context.js'
 import {releaseIps} from '../ipam/release.js'
-import {addAddresses, type Allocator, releaseHandles} from '../node-ipam/operations.js'
+import {addAddresses, type Allocator, checkHandleAddresses, releaseHandles} from '../node-ipam/operations.js'
 import {putEndpoint, takeEndpoint} from '../node-ipam/endpoint-record.js'
-import {encodeWorkloadEndpoint, decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
+import {
+  encodeWorkloadEndpoint,
+  decodeWorkloadEndpoint,
+  endpointKey,
+  type WorkloadEndpoint,
+} from '../workload/endpoint.js'
 import {ValidationError} from '../errors.js'
 import {isKeySegment} from '../store/keys.js'
 import type {Batcher} from './batcher.js'
 import type {AgentMetrics} from './metrics.js'
 import {
+  type CheckReply,
   type EndpointTakeReply,
   type ErrorBody,
   errorReply,
   MAX_BODY_BYTES,
   parseAssign,
   parseAssignIp,
+  parseCheck,
   parseEndpointPut,
   parseEndpointTake,
   parseRelease,
@@ -165,6 +172,7 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       '/v1/release': true,
       '/v1/endpoint-put': true,
       '/v1/endpoint-take': true,
+      '/v1/check': true,
     }
     // `direct`: an operation this agent does not know (a plugin newer than its agent, during an upgrade) is one it
     // did not do, so the plugin does it on the datastore itself instead of failing the pod.
@@ -218,6 +226,14 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       checkTarget(core, r)
       const t = await takeEndpoint(ctx.store, r.namespace, r.name, r.containerID)
       return {endpoint: t.wep ? encodeWorkloadEndpoint(t.wep) : null, stale: t.stale} satisfies EndpointTakeReply
+    }
+    // CHECK only reads: no queue.
+    if (url === '/v1/check') {
+      const r = parseCheck(body)
+      checkTarget(core, r)
+      if (r.handle !== undefined) await checkHandleAddresses(ctx, r.handle, r.ips ?? [])
+      const kv = await ctx.store.get(endpointKey(r.namespace, r.name))
+      return {endpoint: kv ? kv.value : null} satisfies CheckReply
     }
     const r = parseRelease(body)
     checkTarget(core, r)

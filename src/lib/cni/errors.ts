@@ -1,6 +1,7 @@
 // CNI error results: the well-known codes of the spec, the error object runtimes parse from stdout, and the
 // mapping from ipamctl's typed errors to those codes.
 import {
+  CheckMismatchError,
   ConflictError,
   DatastoreUnavailableError,
   ExhaustedError,
@@ -45,6 +46,7 @@ export class CniError extends Error {
  * | error | code | why |
  * |---|---|---|
  * | CniError | its own | |
+ * | CheckMismatchError | 999, `CHECK failed: <difference>`, details naming the side | |
  * | ValidationError | 7 invalid network config | bad netconf values, pools, IP= outside every pool |
  * | DatastoreUnavailableError, RevisionConflict | 11 try again later | transient: etcd down, SQLite busy, a lost race |
  * | ExhaustedError | 999 | a full pool or the block cap is not transient in general (addresses in cooldown aside), so no "retry" hint; upstream calico-ipam reports it as a plain error (999) too |
@@ -52,6 +54,9 @@ export class CniError extends Error {
  */
 export function toCniError(err: unknown): CniError {
   if (err instanceof CniError) return err
+  // A runtime shows `msg`: the difference itself, as before sides were named; the side goes into `details`.
+  if (err instanceof CheckMismatchError)
+    return new CniError(CNI_ERR.internal, `CHECK failed: ${err.difference}`, `the ${err.side} side is wrong`)
   if (err instanceof ValidationError) return new CniError(CNI_ERR.invalidConfig, err.message)
   if (err instanceof DatastoreUnavailableError || err instanceof RevisionConflict)
     return new CniError(CNI_ERR.tryAgainLater, err.message)

@@ -49,7 +49,7 @@ export async function checkPod(req: WireRequest): Promise<void> {
     }
     const podIndex = podLink.index
     for (const ip of [r.v4, r.v6]) if (ip) await checkAddress(pod, podIndex, r.ifName, ip)
-    if (r.v4) {
+    if (r.v4 && !r.secondary) {
       const gw = ipBytes(parseIp(POD_GATEWAY_V4))
       const onLink = await routesTo(pod, 4, gw, 32)
       if (!onLink.some((x) => x.oif === podIndex))
@@ -59,7 +59,7 @@ export async function checkPod(req: WireRequest): Promise<void> {
         fail('pod-route-missing', `default route via ${POD_GATEWAY_V4} dev ${r.ifName} missing in the pod`)
       }
     }
-    if (r.v6) {
+    if (r.v6 && !r.secondary) {
       const defaults = await defaultRoutes(pod, AF_INET6)
       if (!defaults.some((x) => x.oif === podIndex && x.gateway?.[0] === 0xfe)) {
         fail('pod-route-missing', `IPv6 default route via a link-local gateway dev ${r.ifName} missing in the pod`)

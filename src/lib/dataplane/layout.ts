@@ -1,5 +1,5 @@
 // Calico's pod layout (docs/calico.md#pod-wiring) and the checked form of a wiring request, shared by wirePod and checkPod.
-import type {Ip} from '../net/cidr.js'
+import {type Cidr, type Ip, parseCidr} from '../net/cidr.js'
 import {InvalidInterfaceNameError, InvalidWireRequestError} from './errors.js'
 import {ifNameProblem} from './names.js'
 import {parseMac, podIp} from './rtnl.js'
@@ -36,6 +36,13 @@ export interface WireRequest {
    * Otherwise only a leftover of the same attachment is replaced and any other link fails the ADD.
    */
   replaceOtherOwner?: boolean
+  /**
+   * A second interface of the pod (eth1…, another network): the default routes stay the primary interface's, so
+   * this one gets only its addresses and a route per `podRoutes` CIDR through the host (docs/host-veths.md#names).
+   */
+  secondary?: boolean
+  /** For a secondary interface: the CIDRs (masked, as IPAM reported them) the pod reaches through it. */
+  podRoutes?: string[]
 }
 
 export interface CheckedRequest {
@@ -47,6 +54,8 @@ export interface CheckedRequest {
   mtu: number
   allowIpForwarding: boolean
   podMac?: Buffer
+  secondary: boolean
+  podRoutes: Cidr[]
 }
 
 export function checkIfName(name: string, what: string): void {
@@ -68,5 +77,13 @@ export function checkRequest(req: WireRequest): CheckedRequest {
     mtu,
     allowIpForwarding: req.allowIpForwarding ?? false,
     podMac: req.podMac ? parseMac(req.podMac) : undefined,
+    secondary: req.secondary === true,
+    podRoutes: (req.podRoutes ?? []).map((text) => {
+      try {
+        return parseCidr(text)
+      } catch {
+        throw new InvalidWireRequestError(`invalid pod route "${text}"`)
+      }
+    }),
   }
 }

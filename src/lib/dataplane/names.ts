@@ -6,6 +6,9 @@ import {sha1Hex} from '../codec/sha1.js'
 
 export const DEFAULT_INTERFACE_PREFIX = 'cali'
 
+/** The pod's primary interface: the one that gets the default routes (docs/host-veths.md#names). */
+export const PRIMARY_IFNAME = 'eth0'
+
 /** Linux IFNAMSIZ is 16 including the NUL. */
 export const MAX_IFNAME_LENGTH = 15
 
@@ -14,6 +17,11 @@ export interface HostVethNameArgs {
   namespace?: string
   pod?: string
   containerId: string
+  /**
+   * The pod-side interface (CNI_IFNAME). A pod's second interface (anything but eth0, e.g. eth1 on another network)
+   * needs a host end of its own: its name is hashed with the interface name too (docs/host-veths.md#names).
+   */
+  ifName?: string
   /** Default `cali`. Callers pass `interfacePrefix(process.env.FELIX_INTERFACEPREFIX)`. */
   prefix?: string
 }
@@ -27,12 +35,14 @@ export function hostVethName({
   namespace,
   pod,
   containerId,
+  ifName,
   prefix = DEFAULT_INTERFACE_PREFIX,
 }: HostVethNameArgs): string {
+  const extra = ifName && ifName !== PRIMARY_IFNAME ? `.${ifName}` : ''
   // As upstream: the suffix is cut to 11 characters, the prefix is not, so a prefix longer than 4 characters gives
   // a name the kernel refuses; wirePod reports that as InvalidInterfaceNameError rather than silently cutting it.
-  if (namespace && pod) return prefix + sha1Hex(`${namespace}.${pod}`).slice(0, 11)
-  return prefix + sha1Hex(containerId).slice(0, 11)
+  if (namespace && pod) return prefix + sha1Hex(`${namespace}.${pod}${extra}`).slice(0, 11)
+  return prefix + sha1Hex(`${containerId}${extra}`).slice(0, 11)
 }
 
 /** IFALIASZ is 256 including the NUL. */

@@ -83,8 +83,10 @@ export function rtmsg(m: {
   protocol?: number
   scope?: number
   type?: number
+  /** rtm_flags (RTNH_F_ONLINK…), a u32 in the host's byte order. */
+  flags?: number
 }): Buffer {
-  return Buffer.from([
+  const out = Buffer.from([
     m.family,
     m.dstLen ?? 0,
     0,
@@ -98,7 +100,12 @@ export function rtmsg(m: {
     0,
     0,
   ])
+  new DataView(out.buffer, out.byteOffset).setUint32(8, m.flags ?? 0, LE)
+  return out
 }
+
+/** rtm_flags: the gateway is on the link even though no route says so. */
+export const RTNH_F_ONLINK = 4
 
 /** struct ifaddrmsg (8 bytes). */
 export function ifaddrmsg(m: {
@@ -205,6 +212,8 @@ export interface Address {
   family: number
   prefixlen: number
   index: number
+  /** ifa_scope: 0 universe (global), 253 link, 254 host. */
+  scope: number
   address?: Buffer
   local?: Buffer
 }
@@ -216,6 +225,7 @@ export function decodeAddress(buf: Buffer): Address {
     family: buf[0]!,
     prefixlen: buf[1]!,
     index: v.getUint32(4, LE),
+    scope: buf[3]!,
     address: copy(a.get(IFA.ADDRESS)),
     local: copy(a.get(IFA.LOCAL)),
   }

@@ -53,6 +53,10 @@ export class Rtnl {
     return reply && decodeLink(reply)
   }
 
+  async links(): Promise<Link[]> {
+    return (await this.request(RTM.GETLINK, NLM_F.DUMP, [ifinfomsg()])).map(decodeLink)
+  }
+
   async routes(family: number): Promise<Route[]> {
     return (await this.request(RTM.GETROUTE, NLM_F.DUMP, [rtmsg({family})])).map(decodeRoute)
   }

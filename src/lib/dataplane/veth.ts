@@ -54,6 +54,7 @@ import {
   RTM,
   rtmsg,
   RTN_UNICAST,
+  RTNH_F_ONLINK,
   RTPROT_BOOT,
   strAttr,
   u32Attr,
@@ -222,10 +223,15 @@ export async function wirePod(req: WireRequest, side?: PodSide): Promise<WireRes
     await setUp(host, created.index, r.hostIfName)
     await setUp(pod, podIndex, r.ifName)
 
-    if (r.v4) await podRoutesV4(pod, podIndex, r.ifName, hostMac)
-    if (r.v6) {
-      const ll = await hostLinkLocal(host, created.index, r.hostIfName, warnings)
-      await podDefaultRouteV6(pod, podIndex, r.ifName, ll)
+    if (r.secondary) {
+      const ll = r.v6 ? await hostLinkLocal(host, created.index, r.hostIfName, warnings) : undefined
+      await podSecondaryRoutes(pod, podIndex, r, hostMac, ll)
+    } else {
+      if (r.v4) await podRoutesV4(pod, podIndex, r.ifName, hostMac)
+      if (r.v6) {
+        const ll = await hostLinkLocal(host, created.index, r.hostIfName, warnings)
+        await podDefaultRouteV6(pod, podIndex, r.ifName, ll)
+      }
     }
     for (const ip of [r.v4, r.v6]) if (ip) await addPodAddress(pod, podIndex, r.ifName, ip)
     writeSysctlsIn(ns, podForwardingSysctls(r))
@@ -440,10 +446,57 @@ async function podRoutesV4(pod: Rtnl, index: number, ifName: string, hostMac: Bu
   )
 }
 
+/**
+ * A secondary interface: the primary one holds the default routes (a second `default via 169.254.1.1` would
+ * collide with it), so this one gets a route per CIDR of its network via the same fake next hop, marked on-link
+ * (no /32 route to 169.254.1.1 on this interface either), and the static neighbour for it.
+ */
+async function podSecondaryRoutes(
+  pod: Rtnl,
+  index: number,
+  r: CheckedRequest,
+  hostMac: Buffer,
+  ll: Buffer | undefined,
+): Promise<void> {
+  const gw4 = ipBytes(parseIp(POD_GATEWAY_V4))
+  if (r.v4)
+    await nl(
+      `failed to add neighbour ${POD_GATEWAY_V4} in the pod`,
+      pod.request(RTM.NEWNEIGH, NLM_F.CREATE | NLM_F.REPLACE, [
+        ndmsg({family: AF_INET, ifindex: index, state: NUD_PERMANENT}),
+        attr(NDA.DST, gw4),
+        attr(NDA.LLADDR, hostMac),
+      ]),
+    )
+  for (const c of r.podRoutes) {
+    const gw = c.family === 4 ? (r.v4 ? gw4 : undefined) : ll
+    if (!gw || c.prefix === 0) continue
+    const dst = ipBytes({family: c.family, value: c.base})
+    await nl(
+      `failed to add route ${formatIp(c.family, c.base)}/${c.prefix} dev ${r.ifName} in the pod`,
+      newPodRoute(
+        pod,
+        afOf(c.family),
+        c.prefix,
+        RT_SCOPE.UNIVERSE,
+        [attr(RTA.DST, dst), attr(RTA.GATEWAY, gw), u32Attr(RTA.OIF, index)],
+        c.family === 4 ? RTNH_F_ONLINK : 0,
+      ),
+    )
+  }
+}
+
 /** A new main-table unicast route (proto boot, as upstream's netlink.RouteAdd leaves it); EEXIST if present. */
-const newPodRoute = (sock: Rtnl, family: number, dstLen: number, scope: number, attrs: Buffer[]): Promise<unknown> =>
+const newPodRoute = (
+  sock: Rtnl,
+  family: number,
+  dstLen: number,
+  scope: number,
+  attrs: Buffer[],
+  flags = 0,
+): Promise<unknown> =>
   sock.request(RTM.NEWROUTE, NLM_F.CREATE | NLM_F.EXCL, [
-    rtmsg({family, dstLen, table: RT_TABLE_MAIN, protocol: RTPROT_BOOT, scope, type: RTN_UNICAST}),
+    rtmsg({family, dstLen, table: RT_TABLE_MAIN, protocol: RTPROT_BOOT, scope, type: RTN_UNICAST, flags}),
     ...attrs,
   ])
 

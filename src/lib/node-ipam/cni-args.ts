@@ -8,7 +8,7 @@ import {goQuote, goQuoteList} from '../codec/gojson.js'
 
 /**
  * Keys the Calico plugins read (the union of upstream's K8sArgs, ipamArgs and CNITestArgs, plus K8S_POD_UID),
- * and ipamctl's IPAMCTL_NAMESPACE_LABELS.
+ * and ipamctl's IPAMCTL_NAMESPACE_LABELS and IPAMCTL_IPS.
  */
 export const KNOWN_CNI_ARGS = [
   'IgnoreUnknown',
@@ -19,6 +19,7 @@ export const KNOWN_CNI_ARGS = [
   'K8S_POD_UID',
   'CNI_TEST_NAMESPACE',
   'IPAMCTL_NAMESPACE_LABELS',
+  'IPAMCTL_IPS',
 ] as const
 
 export interface CniArgs {
@@ -35,6 +36,11 @@ export interface CniArgs {
    * workload's namespace, for pools' namespaceSelector. Undefined when absent.
    */
   namespaceLabels?: Record<string, string>
+  /**
+   * `IPAMCTL_IPS=10.65.0.10,fd00::10`: fixed addresses, at most one per family, canonical text (the main plugin
+   * assigns each as it would an `IP=`). Undefined when absent or empty.
+   */
+  ips?: string[]
   /** Pairs with unknown keys that IgnoreUnknown let through, as given. */
   ignored: string[]
   /** Every pair in order, as given. */
@@ -106,6 +112,20 @@ export function parseCniArgs(text: string | undefined, known: readonly string[] 
       case 'CNI_TEST_NAMESPACE':
         out.testNamespace = value
         break
+      case 'IPAMCTL_IPS': {
+        if (value === '') {
+          out.ips = undefined
+          break
+        }
+        const ips = value.split(',').map((text) => tryParseIp(text))
+        const bad = value.split(',').find((_, i) => ips[i] === undefined)
+        if (bad !== undefined)
+          throw argsError(`ARGS: error parsing value of pair ${goQuote(pair)}: invalid IP address: ${bad})`)
+        if (new Set(ips.map((ip) => ip!.family)).size !== ips.length)
+          throw argsError(`ARGS: error parsing value of pair ${goQuote(pair)}: at most one address per family`)
+        out.ips = ips.map((ip) => formatIp(ip!.family, ip!.value))
+        break
+      }
       case 'IPAMCTL_NAMESPACE_LABELS':
         try {
           out.namespaceLabels = parseNamespaceLabels(value, ':')

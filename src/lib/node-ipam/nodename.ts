@@ -42,3 +42,8 @@ export function requireNodenameFile(conf: NetConf, exists: (file: string) => boo
     )
   }
 }
+
+/** The node name a netconf without `nodename` or `hostname` gives on this host (the commands' default node). */
+export function localNodename(deps: NodenameDeps = {}): string {
+  return nodenameFromFile(undefined, deps) || (deps.osHostname ?? os.hostname)().toLowerCase()
+}

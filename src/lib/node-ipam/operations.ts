@@ -231,6 +231,27 @@ export async function ipamAddAfterUnknown(ctx: Ctx, req: IpamRequest): Promise<C
 }
 
 /**
+ * One of several fixed addresses (IPAMCTL_IPS) after an agent request whose outcome is unknown: the handle
+ * already holds the others of this ADD, so only this address is looked for; held, it is the result, else it is
+ * assigned as usual (ipamAddAfterUnknown would release the others).
+ */
+export async function ipamAddFixedAfterUnknown(ctx: Ctx, req: IpamRequest): Promise<CniResult> {
+  const plan = addPlan(req, ctx.clock.now())
+  const want = plan.ip === undefined ? undefined : tryParseIp(plan.ip)
+  if (!want) return ipamAddAfterUnknown(ctx, req)
+  const text = formatIp(want.family, want.value)
+  const unlock = req.lock()
+  let held: AssignedIp[]
+  try {
+    held = await heldByHandle(ctx, plan.handle)
+  } finally {
+    unlock()
+  }
+  if (held.some((h) => h.address === text)) return {ips: [{address: `${text}/${bitsOf(want.family)}`}], dns: {}}
+  return ipamAdd(ctx, req)
+}
+
+/**
  * DEL, idempotent: release the handle `<network>.<containerID>`, then the legacy workload handle; a
  * missing handle is not an error. `IP=` is ignored.
  */
@@ -274,14 +295,23 @@ export async function ipamCheck(ctx: Ctx, req: IpamRequest): Promise<void> {
   if (req.conf.prevResult === undefined)
     throw new CniError(CNI_ERR.invalidConfig, 'CHECK needs a prevResult in the network configuration')
   const prev = parseResult(req.conf.prevResult, req.conf.cniVersion)
+  await checkHandleAddresses(
+    ctx,
+    req.ids.handleId,
+    prev.ips.map((i) => i.address),
+  )
+}
+
+/** ipamCheck's comparison: `handle` holds exactly `addresses` (prefix lengths ignored); the agent runs it too. */
+export async function checkHandleAddresses(ctx: Ctx, handle: string, addresses: readonly string[]): Promise<void> {
   const canon = (a: string) => {
     const ip = tryParseIp(addressOf(a))
     return ip ? formatIp(ip.family, ip.value) : a
   }
-  const want = [...new Set(prev.ips.map((i) => canon(i.address)))].sort()
+  const want = [...new Set(addresses.map(canon))].sort()
   let have: string[]
   try {
-    have = (await ipsByHandle(ctx, req.ids.handleId)).map(canon).sort()
+    have = (await ipsByHandle(ctx, handle)).map(canon).sort()
   } catch (err) {
     if (!(err instanceof NotFoundError)) throw err
     have = []
@@ -289,14 +319,14 @@ export async function ipamCheck(ctx: Ctx, req: IpamRequest): Promise<void> {
   if (have.length === 0) {
     throw new CniError(
       CNI_ERR.internal,
-      `IPAM CHECK failed: no addresses are allocated to handle ${req.ids.handleId}`,
+      `IPAM CHECK failed: no addresses are allocated to handle ${handle}`,
       `prevResult lists [${want.join(' ')}]`,
     )
   }
   if (have.join(' ') !== want.join(' ')) {
     throw new CniError(
       CNI_ERR.internal,
-      `IPAM CHECK failed: handle ${req.ids.handleId} holds [${have.join(' ')}] but prevResult lists [${want.join(' ')}]`,
+      `IPAM CHECK failed: handle ${handle} holds [${have.join(' ')}] but prevResult lists [${want.join(' ')}]`,
     )
   }
 }

@@ -12,9 +12,21 @@ import {StoreMissingError} from '../errors.js'
 import type {OpenOptions} from '../store/open.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import type {Store} from '../store/store.js'
-import {decodeWorkloadEndpoint, encodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
+import {
+  decodeWorkloadEndpoint,
+  encodeWorkloadEndpoint,
+  endpointKey,
+  type WorkloadEndpoint,
+} from '../workload/endpoint.js'
 import {putEndpoint, takeEndpoint, type TakenEndpoint} from './endpoint-record.js'
-import {addPlan, ipamAdd, ipamAddAfterUnknown, ipamDel} from './operations.js'
+import {
+  addPlan,
+  checkHandleAddresses,
+  ipamAdd,
+  ipamAddAfterUnknown,
+  ipamAddFixedAfterUnknown,
+  ipamDel,
+} from './operations.js'
 import type {IpamRequest} from './request.js'
 import type {NetConf} from './netconf.js'
 import type {CniResult} from '../cni/result.js'
@@ -80,9 +92,9 @@ async function delViaAgent(socket: string, req: IpamRequest, settings: Datastore
  * What the invocation does to the datastore: ADD adds state and creates a missing embedded store (saying so
  * in the plugin's log); DEL only removes state, so on a missing embedded store there is nothing to remove and
  * it succeeds without creating one (DEL must be idempotent, and a store that never existed holds nothing of
- * this container's).
+ * this container's). CHECK only reads: a missing store is an error.
  */
-export type PluginVerb = 'add' | 'del'
+export type PluginVerb = 'add' | 'del' | 'check'
 
 export class PluginDatastore {
   private store?: Promise<Store | undefined>
@@ -110,6 +122,7 @@ export class PluginDatastore {
         mode: 'create',
         onCreated: (file) => this.req.log(`created new datastore at ${file}`),
       })
+    if (this.verb === 'check') return this.open(this.settings, {mode: 'read'})
     try {
       return await this.open(this.settings, {mode: 'update'})
     } catch (err) {
@@ -119,10 +132,10 @@ export class PluginDatastore {
     }
   }
 
-  /** For ADD, which always has a store. */
+  /** For ADD and CHECK, which always have a store. */
   private async ctx(): Promise<Ctx> {
     const ctx = await this.direct()
-    if (!ctx) throw new Error('internal: ADD without a datastore')
+    if (!ctx) throw new Error(`internal: ${this.verb.toUpperCase()} without a datastore`)
     return ctx
   }
 
@@ -136,14 +149,19 @@ export class PluginDatastore {
     this.socket = undefined
   }
 
-  async ipamAdd(): Promise<CniResult> {
+  /** `ip`: this fixed address instead of the request's `IP=` (the main plugin's IPAMCTL_IPS, one call each). */
+  async ipamAdd(ip?: string): Promise<CniResult> {
+    const req = ip === undefined ? this.req : {...this.req, args: {...this.req.args, ip}}
     if (this.socket) {
-      const via = await addViaAgent(this.socket, this.req, this.settings, this.clock.now())
+      const via = await addViaAgent(this.socket, req, this.settings, this.clock.now())
       if (typeof via === 'object') return via
       this.unreachable()
-      if (via === 'unknown') return ipamAddAfterUnknown(await this.ctx(), this.req)
+      if (via === 'unknown')
+        return ip === undefined
+          ? ipamAddAfterUnknown(await this.ctx(), req)
+          : ipamAddFixedAfterUnknown(await this.ctx(), req)
     }
-    return ipamAdd(await this.ctx(), this.req)
+    return ipamAdd(await this.ctx(), req)
   }
 
   async ipamDel(): Promise<void> {
@@ -175,6 +193,31 @@ export class PluginDatastore {
     }
     const ctx = await this.direct()
     return ctx ? takeEndpoint(ctx.store, namespace, name, containerID) : {wep: undefined, stale: false}
+  }
+
+  /**
+   * CHECK's datastore half: with `ips`, the attachment's handle must hold exactly them (checkHandleAddresses);
+   * then its WorkloadEndpoint record, undefined when there is none. Through the agent when it answers.
+   */
+  async check(namespace: string, name: string, ips?: readonly string[]): Promise<WorkloadEndpoint | undefined> {
+    if (this.socket) {
+      const o = await agentCall(this.socket, 'check', {
+        ...this.target(),
+        namespace,
+        name,
+        ...(ips === undefined ? {} : {handle: this.req.ids.handleId, ips}),
+      })
+      const r = agentAnswer(this.socket, o, this.req.log)
+      if ('body' in r) {
+        const text = r.body.endpoint
+        return typeof text === 'string' ? decodeWorkloadEndpoint(text) : undefined
+      }
+      this.unreachable()
+    }
+    const ctx = await this.ctx()
+    if (ips !== undefined) await checkHandleAddresses(ctx, this.req.ids.handleId, ips)
+    const kv = await ctx.store.get(endpointKey(namespace, name))
+    return kv ? decodeWorkloadEndpoint(kv.value) : undefined
   }
 
   private target(): {node: string; datastore: string} {

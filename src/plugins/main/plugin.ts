@@ -7,20 +7,22 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type {Ctx} from '../../lib/ipam/context.js'
 import {systemClock} from '../../lib/clock.js'
-import {addressOf, familyOf, hostCidr, type CniResult} from '../../lib/cni/result.js'
+import {addressOf, familyOf, hostCidr, parseResult, type CniResult} from '../../lib/cni/result.js'
+import {CheckMismatchError} from '../../lib/errors.js'
+import {NetnsNotFoundError, PodCheckError} from '../../lib/dataplane/errors.js'
 import {checkPod} from '../../lib/dataplane/check.js'
 import type {WireRequest} from '../../lib/dataplane/layout.js'
 import {checkHostLinkReplaceable, openPodSide, unwirePod, wirePod} from '../../lib/dataplane/veth.js'
-import {hostVethName, interfacePrefix, validIfName} from '../../lib/dataplane/names.js'
+import {hostVethName, interfacePrefix, PRIMARY_IFNAME, validIfName} from '../../lib/dataplane/names.js'
 import {openStore as defaultOpenStore} from '../../lib/store/open.js'
 import type {Store} from '../../lib/store/store.js'
-import {decodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint} from '../../lib/workload/endpoint.js'
+import {newWorkloadEndpoint} from '../../lib/workload/endpoint.js'
 import {parseCniArgs, withIgnoreUnknown} from '../../lib/node-ipam/cni-args.js'
 import {execDelegate} from '../../lib/cni/delegate.js'
 import {endpointsToCollect, removeCollectedEndpoint} from '../../lib/node-ipam/endpoint-record.js'
 import {CNI_ERR, CniError, toCniError} from '../../lib/cni/errors.js'
 import {ipamGcFor, ipamPlugin, withPluginStore} from '../ipam/plugin.js'
-import {ipamCheck, validAttachments} from '../../lib/node-ipam/operations.js'
+import {validAttachments} from '../../lib/node-ipam/operations.js'
 import {ipamRequest, type IpamPluginDeps, type IpamRequest} from '../../lib/node-ipam/request.js'
 import {agentSocketFor, PluginDatastore, type PluginVerb} from '../../lib/node-ipam/plugin-datastore.js'
 import {DEFAULT_MTU_FILE, parseNetConf, validateMainPluginConf, type NetConf} from '../../lib/node-ipam/netconf.js'
@@ -54,9 +56,16 @@ function mtuFor(conf: NetConf, file: string): number {
   }
 }
 
-function wireRequest(a: CmdArgs, req: IpamRequest, ips: readonly string[], mtu: number): WireRequest {
+function wireRequest(
+  a: CmdArgs,
+  req: IpamRequest,
+  ips: readonly string[],
+  mtu: number,
+  podRoutes: readonly string[] = [],
+): WireRequest {
   const ids = req.ids
   const k8s = ids.orchestrator === 'k8s' && ids.namespace !== '' && ids.pod !== ''
+  const secondary = a.ifName !== PRIMARY_IFNAME
   return {
     netns: a.netns,
     ifName: a.ifName,
@@ -64,8 +73,11 @@ function wireRequest(a: CmdArgs, req: IpamRequest, ips: readonly string[], mtu: 
       namespace: k8s ? ids.namespace : undefined,
       pod: k8s ? ids.pod : undefined,
       containerId: ids.containerId,
+      ifName: a.ifName,
       prefix: interfacePrefix(a.getenv('FELIX_INTERFACEPREFIX')),
     }),
+    secondary,
+    podRoutes: secondary ? [...podRoutes] : [],
     ipv4: ips.map(addressOf).find((x) => familyOf(x) === 4),
     ipv6: ips.map(addressOf).find((x) => familyOf(x) === 6),
     mtu,
@@ -121,6 +133,14 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
     const args = withIgnoreUnknown(a.args)
     return {...a, args, getenv: (n) => (n === 'CNI_ARGS' ? args : a.getenv(n))}
   }
+  // IPAMCTL_IPS: one fixed assignment per address, all under the attachment's handle (DEL releases them together).
+  // A failure part-way is undone by the caller's DEL of the handle, as any failed ADD.
+  const ownIpamAdd = async (ds: PluginDatastore, req: IpamRequest): Promise<CniResult> => {
+    if (!req.args.ips || req.args.ips.length === 0) return ds.ipamAdd()
+    const out: CniResult = {ips: [], dns: {}}
+    for (const ip of req.args.ips) out.ips.push(...(await ds.ipamAdd(ip)).ips)
+    return out
+  }
   const ipamDelFor = async (a: CmdArgs, ds: PluginDatastore, req: IpamRequest) => {
     if (ownIpam(req.conf.ipam.type, invokedAs)) await ds.ipamDel()
     else await execDelegate(forDelegate(a), req.conf.ipam.type, 'DEL')
@@ -139,12 +159,21 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       try {
         // Likewise a host veth name held by another attachment (wirePod checks again, for a race).
         await checkHostLinkReplaceable(wireRequest(a, req, [], mtu))
+        const own = ownIpam(req.conf.ipam.type, invokedAs)
+        if (req.args.ips && !own)
+          throw new CniError(CNI_ERR.invalidConfig, `IPAMCTL_IPS needs ipamctl's own IPAM, not ${req.conf.ipam.type}`)
         return await withDatastore(a, req, 'add', async (ds) => {
-          const ipam = ownIpam(req.conf.ipam.type, invokedAs)
-            ? await ds.ipamAdd()
+          const ipam = own
+            ? await ownIpamAdd(ds, req)
             : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
           const addresses = ipam.ips.map((i) => i.address)
-          const wreq = wireRequest(a, req, addresses, mtu)
+          const wreq = wireRequest(
+            a,
+            req,
+            addresses,
+            mtu,
+            (ipam.routes ?? []).map((r) => r.dst),
+          )
           let wired = false
           let wepWritten = false
           try {
@@ -244,29 +273,39 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
       })
     },
 
+    // The datastore half (addresses of the handle, the record) through the agent when it answers; the wiring is
+    // this host's and checked here. A difference is a CheckMismatchError naming the side that is wrong.
     async check(a) {
       strictArgs(a)
       const req = request(a)
-      await withStore(a, req.conf, 'read', async (ctx, store) => {
-        if (ownIpam(req.conf.ipam.type, invokedAs)) await ipamCheck(ctx, req)
-        else await execDelegate(forDelegate(a), req.conf.ipam.type, 'CHECK')
-        const key = endpointKey(req.ids.namespace, wepName(req.ids))
-        const kv = await store.get(key)
-        if (!kv)
-          throw new CniError(
-            CNI_ERR.internal,
-            `CHECK failed: WorkloadEndpoint ${req.ids.namespace}/${wepName(req.ids)} does not exist`,
-          )
-        const wep = decodeWorkloadEndpoint(kv.value)
-        const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
+      const own = ownIpam(req.conf.ipam.type, invokedAs)
+      if (own && req.conf.prevResult === undefined)
+        throw new CniError(CNI_ERR.invalidConfig, 'CHECK needs a prevResult in the network configuration')
+      if (!own) await execDelegate(forDelegate(a), req.conf.ipam.type, 'CHECK')
+      const prevIps = own ? parseResult(req.conf.prevResult, req.conf.cniVersion).ips.map((i) => i.address) : undefined
+      const name = wepName(req.ids)
+      const wep = await withDatastore(a, req, 'check', async (ds) => {
         try {
-          // The interface the record names: pods wired by an older ipamctl have non-Kubernetes names of another form.
-          const wreq = wireRequest(a, req, wep.ipNetworks, mtu)
-          await checkPod({...wreq, hostIfName: wep.interfaceName || wreq.hostIfName})
+          return await ds.check(req.ids.namespace, name, prevIps)
         } catch (err) {
-          throw new CniError(CNI_ERR.internal, `CHECK failed: ${(err as Error).message}`)
+          if (err instanceof CniError && err.msg.startsWith('IPAM CHECK failed: '))
+            throw new CheckMismatchError('datastore', err.msg.slice('IPAM CHECK failed: '.length))
+          throw err
         }
       })
+      if (!wep)
+        throw new CheckMismatchError('datastore', `WorkloadEndpoint ${req.ids.namespace}/${name} does not exist`)
+      const mtu = mtuFor(req.conf, deps.mtuFile ?? DEFAULT_MTU_FILE)
+      // The interface the record names: pods wired by an older ipamctl have non-Kubernetes names of another form.
+      const wreq = wireRequest(a, req, wep.ipNetworks, mtu)
+      try {
+        await checkPod({...wreq, hostIfName: wep.interfaceName || wreq.hostIfName})
+      } catch (err) {
+        if (err instanceof PodCheckError)
+          throw new CheckMismatchError(err.mismatch.startsWith('host-') ? 'host' : 'pod', err.message)
+        if (err instanceof NetnsNotFoundError) throw new CheckMismatchError('pod', err.message)
+        throw new CniError(CNI_ERR.internal, `CHECK failed: ${(err as Error).message}`)
+      }
     },
 
     // STATUS (spec 1.1): the datastore (the endpoint records live there whatever the IPAM), and a delegated IPAM's

@@ -104,3 +104,13 @@ describe('validIfName', () => {
     })
   }
 })
+
+describe('hostVethName of a second interface', () => {
+  test('eth0 keeps the pod name; eth1 hashes the interface name too', () => {
+    const pod = {namespace: 'namespace', pod: 'podname', containerId: 'abc'}
+    assert.equal(hostVethName({...pod, ifName: 'eth0'}), 'cali82111e10a96')
+    const sha = (s: string) => createHash('sha1').update(s).digest('hex').slice(0, 11)
+    assert.equal(hostVethName({...pod, ifName: 'eth1'}), `cali${sha('namespace.podname.eth1')}`)
+    assert.equal(hostVethName({containerId: 'abc', ifName: 'eth1'}), `cali${sha('abc.eth1')}`)
+  })
+})

@@ -116,3 +116,21 @@ describe('CNI_ARGS builders', () => {
     assert.equal(withArg('IgnoreUnknown=1', 'IP', '10.0.0.1'), 'IgnoreUnknown=1;IP=10.0.0.1')
   })
 })
+
+describe('IPAMCTL_IPS', () => {
+  it('one address per family, canonical', () => {
+    assert.deepEqual(parseCniArgs('IPAMCTL_IPS=10.0.0.5,FD00:0::5').ips, ['10.0.0.5', 'fd00::5'])
+    assert.equal(parseCniArgs('IPAMCTL_IPS=').ips, undefined)
+  })
+  it('two of a family or a bad address is an ARGS error', () => {
+    assert.throws(
+      () => parseCniArgs('IPAMCTL_IPS=10.0.0.5,10.0.0.6'),
+      (e: unknown) => {
+        assert.ok(e instanceof CniError)
+        assert.match(e.msg, /at most one address per family/)
+        return true
+      },
+    )
+    assert.throws(() => parseCniArgs('IPAMCTL_IPS=10.0.0.5,nope'), /invalid IP address: nope/)
+  })
+})
