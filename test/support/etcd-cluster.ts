@@ -27,10 +27,10 @@ export interface ClusterMember {
   readonly running: boolean
   readonly paused: boolean
   start(): Promise<void>
-  /** SIGKILL (no clean shutdown); the data dir stays. */
-  kill(): Promise<void>
-  /** kill() then start() on the same ports and data. */
-  restart(): Promise<void>
+  /** SIGKILL by default (no clean shutdown; SIGTERM for one); the data dir stays. Resolves once it exited. */
+  kill(signal?: NodeJS.Signals): Promise<void>
+  /** kill(signal) then start() on the same ports and data. */
+  restart(signal?: NodeJS.Signals): Promise<void>
   /** SIGSTOP: a stalled member, not a dead one. */
   pause(): void
   /** SIGCONT. */
@@ -155,17 +155,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<EtcdClust
         await sleep(50)
         if (c.exitCode !== null) throw new Error(`etcd ${name} exited with ${c.exitCode}:\n${log}`)
       },
-      async kill() {
+      async kill(signal = 'SIGKILL') {
         const c = child
         if (!c || c.exitCode !== null || c.signalCode !== null) return
         const exited = new Promise((r) => c.once('exit', r))
-        c.kill('SIGKILL')
+        c.kill(signal)
         if (paused) c.kill('SIGCONT')
         paused = false
         await exited
       },
-      async restart() {
-        await m.kill()
+      async restart(signal) {
+        await m.kill(signal)
         await m.start()
       },
       pause() {
