@@ -179,7 +179,6 @@ export class EtcdStore implements Store {
       let next = 0
       let pending = 0
       let settled = false
-      let lastErr: unknown
       const inFlight = new Set<number>()
       let hedge: NodeJS.Timeout | undefined
       const finish = (f: () => void) => {
@@ -190,7 +189,8 @@ export class EtcdStore implements Store {
       }
       const overall = setTimeout(() => {
         for (const i of inFlight) this.demote(i)
-        finish(() => reject(lastErr ?? new Error(`no answer within ${timeoutMs / 1000} s`)))
+        // Whatever failed earlier elsewhere, what ends the request is the member(s) still silent.
+        finish(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)))
       }, timeoutMs)
       const launch = () => {
         const i = order[next++]!
@@ -215,7 +215,6 @@ export class EtcdStore implements Store {
             pending--
             inFlight.delete(i)
             if (settled) return
-            lastErr = err
             const msg = errText(err)
             if (!UNAVAILABLE.test(msg) || err instanceof ValidationError) return finish(() => reject(err))
             this.demote(i)
