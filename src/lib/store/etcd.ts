@@ -207,7 +207,7 @@ export class EtcdStore implements Store {
             inFlight.delete(i)
             if (settled) return
             // Members asked before this one and still silent are demoted: the next request skips them.
-            for (const j of inFlight) this.demote(j)
+            for (const j of inFlight) if (order.indexOf(j) < order.indexOf(i)) this.demote(j)
             if (i !== order[0]) this.preferred = i
             finish(() => resolve(v))
           },
