@@ -10,6 +10,7 @@ import type {BlockMapRow, CellState} from '../lib/ipam/block-map.js'
 import {countWithPercent, percentHalfEven} from '../lib/format/numbers.js'
 import {formatCidr} from '../lib/net/cidr.js'
 import {keyGroups, type MigrationPlan, type StoreStatus} from '../lib/store/admin.js'
+import type {StoreMember} from '../lib/store/store.js'
 import {cellStyle} from './style.js'
 import {boxTable, plainTable} from './table.js'
 
@@ -164,7 +165,15 @@ export function statusTable(st: StoreStatus): string {
       `${k.total} (pools ${k.pools}, blocks ${k.blocks}, affinities ${k.affinities}, handles ${k.handles}, nodes ${k.nodes})`,
     ])
   }
+  for (const [i, m] of (st.members ?? []).entries()) rows.push([`Member ${i + 1}`, memberText(m)])
   return boxTable(['PROPERTY', 'VALUE'], rows)
+}
+
+function memberText(m: StoreMember): string {
+  if (!m.reachable) return `${m.endpoint}: unreachable (${m.error ?? 'no answer'})`
+  const role = m.leader ? 'leader' : m.hasLeader ? 'follower' : 'no leader'
+  const mb = ((m.dbSizeBytes ?? 0) / 1e6).toFixed(1)
+  return `${m.endpoint}: ${role}, db ${mb} MB, raft index ${m.raftIndex} (term ${m.raftTerm}), id ${m.id}`
 }
 
 export function reservationsTable(reservations: readonly Reservation[]): string {

@@ -126,3 +126,58 @@ test('plainTable measures ANSI-coloured cells by their visible width', () => {
 test('plainTable with no rows prints the header', () => {
   assert.equal(plainTable(['NAME', 'CIDR'], []), 'NAME   CIDR\n')
 })
+
+// boxTable draws narrow cells itself (cli-table3's layout is quadratic in the rows): the drawing must equal
+// cli-table3's, byte for byte, for every mix of alignment, ANSI colour, bars, empty cells and ragged rows.
+test('boxTable draws exactly what cli-table3 draws, for narrow cells of every kind', async () => {
+  const {default: Table} = await import('cli-table3')
+  const dash = {top: '-', bottom: '-', mid: '-'}
+  const plus = {
+    'top-mid': '+',
+    'top-left': '+',
+    'top-right': '+',
+    'bottom-mid': '+',
+    'bottom-left': '+',
+    'bottom-right': '+',
+    'left-mid': '+',
+    'mid-mid': '+',
+    'right-mid': '+',
+  }
+  const oracle = (head: string[], rows: string[][], align: Align[]) => {
+    const n = Math.max(head.length, ...rows.map((r) => r.length))
+    const fill = (r: string[]) => [...r, ...Array<string>(n - r.length).fill('')]
+    const t = new Table({
+      head: fill(head),
+      colAligns: Array.from({length: n}, () => 'left' as const),
+      chars: {...dash, ...plus, left: '|', right: '|', middle: '|'},
+      style: {head: [], border: [], compact: true, 'padding-left': 1, 'padding-right': 1},
+    })
+    for (const r of rows) t.push(fill(r).map((content, i) => ({content, hAlign: align[i] ?? 'left'})))
+    const lines = t.toString().split('\n')
+    if (rows.length === 0) lines.push(lines[lines.length - 1]!)
+    return `${lines.join('\n')}\n`
+  }
+  let seed = 7
+  const rand = (k: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31
+    return seed % k
+  }
+  const cell = () =>
+    [
+      '',
+      '10.65.79.0/26',
+      String(rand(100000)),
+      `${rand(64)} (${rand(100)}%)`,
+      `\u001b[31m${rand(9)} (1%)\u001b[39m`,
+      `${'█'.repeat(rand(10))}${'░'.repeat(rand(10))} ${rand(100)}%`,
+      `\u001b[2m${'█'.repeat(3)}\u001b[22m${'░'.repeat(7)}`,
+      'x'.repeat(rand(30)),
+    ][rand(8)]!
+  for (let k = 0; k < 200; k++) {
+    const cols = 1 + rand(6)
+    const head = Array.from({length: cols}, (_, i) => (rand(4) === 0 ? '' : `HEAD ${i}`))
+    const rows = Array.from({length: rand(8)}, () => Array.from({length: 1 + rand(cols)}, cell))
+    const align = Array.from({length: cols}, () => (rand(2) ? 'right' : 'left') as Align)
+    assert.equal(boxTable(head, rows, align), oracle(head, rows, align), JSON.stringify({head, rows, align}))
+  }
+})

@@ -9,7 +9,7 @@ export default class DatastoreStatus extends BaseCommand {
   static override storeMode = 'read' as const
   static override summary = 'Show which datastore is in use, where each setting came from, and whether it is healthy.'
   static override description =
-    'Exit status 5 if the datastore cannot be reached, 3 if the embedded store file does not exist (it is not created).'
+    'On etcd v3, every endpoint of the cluster is asked for its own status: one row per member with whether it answers, whether it leads, its database size and raft index (a member that does not answer is listed, and the datastore stays healthy while the others do). Exit status 5 if the datastore cannot be reached, 3 if the embedded store file does not exist (it is not created).'
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     'DATASTORE_TYPE=etcdv3 ETCD_ENDPOINTS=https://10.0.0.1:2379 <%= config.bin %> <%= command.id %> -o json',

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {netnsLiveness} from '../../lib/workload/endpoint.js'
+import {terminalProgress} from '../../cli/progress.js'
 import {BaseCommand} from '../../cli/base.js'
 import {type CheckAllocation, checkIpam, type CheckResult} from '../../lib/ipam/check.js'
 import {buildReport} from '../../lib/ipam/check-report.js'
@@ -12,7 +13,7 @@ export default class IpamCheck extends BaseCommand {
   static override summary = 'Check IPAM for leaked addresses, leaked and missing handles, and invalid blocks.'
   static override description = [
     'Read-only. Prints what calicoctl ipam check prints: an address is in use when a workload endpoint lists it, a Node record names it as a tunnel address (spec.bgp.ipv4IPIPTunnelAddr, spec.ipv4VXLANTunnelAddr, spec.ipv6VXLANTunnelAddr, spec.wireguard.interfaceIPv4Address or interfaceIPv6Address, as Calico writes them on a shared datastore), or it is a Windows reservation. There are no Kubernetes Services here, so that section always finds 0.',
-    'Beyond upstream it also reports block affinities without a block and host-affine blocks without an affinity record. The problem count is leaked addresses + in-use addresses outside active pools or without an allocation + leaked handles + invalid blocks + those two affinity findings; missing handles are listed but not counted, as upstream does. The exit status is 0 even when problems are found.',
+    'Beyond upstream it also reports block affinities without a block and host-affine blocks without an affinity record. The problem count is leaked addresses + in-use addresses outside active pools or without an allocation + leaked handles + invalid blocks + those two affinity findings; missing handles are listed but not counted, as upstream does. The exit status is 0 even when problems are found. On a terminal, a progress bar with counts is drawn on stderr while the blocks are checked (nothing on a pipe).',
     "With -o the JSON report (calicoctl's format, usable by ipam release --from-report) is written with mode 0600.",
   ].join('\n\n')
   static override examples = [
@@ -41,17 +42,14 @@ export default class IpamCheck extends BaseCommand {
     const all = flags['show-all-ips']
     const problemIps = all || flags['show-problem-ips']
     // Progress only for a person watching; pipes and logs get nothing.
-    const tty = process.stderr.isTTY === true
-    const progress = (phase: string, done: number, total: number) => {
-      if (tty && (done % 100 === 0 || done === total)) process.stderr.write(`\r\u001b[K${phase}… ${done}/${total}`)
-    }
-    if (tty) process.stderr.write('Loading IPAM data…')
+    const progress = terminalProgress()
+    progress?.update('Loading IPAM data', 0, 0)
     const node = flags.node ?? os.hostname()
     const r = await checkIpam(ctx, {
-      onProgress: tty ? progress : undefined,
+      onProgress: progress && ((phase, done, total) => progress.update(phase, done, total)),
       nodeNetnsExists: netnsLiveness(node, (p) => fs.existsSync(p)),
     })
-    if (tty) process.stderr.write('\r\u001b[K')
+    progress?.clear()
     this.out(checkText(r, {all, problemIps}))
     report?.write(buildReport(r))
   }

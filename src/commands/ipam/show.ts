@@ -1,4 +1,5 @@
 import {Flags} from '@oclif/core'
+import {terminalProgress} from '../../cli/progress.js'
 import {BaseCommand, outputFlag} from '../../cli/base.js'
 import {render} from '../../cli/render.js'
 import {borrowedTable, configTable, utilizationTable} from '../../cli/views.js'
@@ -9,7 +10,7 @@ export default class IpamShow extends BaseCommand {
   static override storeMode = 'read' as const
   static override summary = "Show IP utilization, one address's owner, borrowed addresses, or the IPAM configuration."
   static override description =
-    'Precedence when several are given, as calicoctl: --ip, --show-blocks, --show-borrowed, --show-configuration. Counts are exact, IPv6 included.'
+    'Precedence when several are given, as calicoctl: --ip, --show-blocks, --show-borrowed, --show-configuration. Counts are exact, IPv6 included. On a terminal, a progress bar with counts is drawn on stderr while the blocks are read (nothing on a pipe).'
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --show-blocks',
@@ -39,7 +40,11 @@ export default class IpamShow extends BaseCommand {
       const c = await loadConfig(ctx)
       this.out(render(fmt, c, () => configTable(c)))
     } else {
-      const u = await utilization(ctx)
+      const progress = terminalProgress()
+      const u = await utilization(ctx, {
+        onProgress: progress && ((done, total) => progress.update('Reading blocks', done, total)),
+      })
+      progress?.clear()
       // The bar column is for people at a terminal; piped output keeps calicoctl's exact table.
       this.out(render(fmt, u, () => utilizationTable(u, flags['show-blocks'], {bars: process.stdout.isTTY === true})))
     }

@@ -14,7 +14,7 @@ import {
   parseIp,
 } from '../net/cidr.js'
 import {keys} from '../store/keys.js'
-import type {KeyValue} from '../store/store.js'
+import {forEachKv, type KeyValue} from '../store/store.js'
 import {
   type Block,
   attributeOf,
@@ -181,8 +181,20 @@ export const ORPHANED = 'orphaned allocation blocks'
  * Per-pool and per-block counts, exact for any IPv6 size (upstream clamps and goes negative, quirk 3.15.9).
  * In use counts cooling-down addresses, as upstream does: they cannot be handed out yet.
  */
-export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Promise<PoolUsage[]> {
-  const [all, reservations] = await Promise.all([listPools(ctx), listReservations(ctx)])
+/**
+ * `onProgress`: called as blocks are read, with their total (from a keys-only listing, made only for it). Blocks are
+ * streamed and only their counts kept, so a store of 10,000 blocks is never held at once.
+ */
+export async function utilization(
+  ctx: Ctx,
+  opts: {pools?: string[]; onProgress?: (done: number, total: number) => void} = {},
+): Promise<PoolUsage[]> {
+  const [all, reservations, config, total] = await Promise.all([
+    listPools(ctx),
+    listReservations(ctx),
+    loadConfig(ctx),
+    opts.onProgress ? ctx.store.listKeys(keys.blockPrefix()).then((k) => k.length) : 0,
+  ])
   const reserved = reservedMatcher(reservations)
   let pools: Pool[] = all
   if (opts.pools && opts.pools.length > 0) {
@@ -205,7 +217,12 @@ export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Prom
     blocks: [],
   }))
   const orphans: Usage[] = []
-  for (const {block} of await listBlocks(ctx)) {
+  const now = ctx.clock.now()
+  let done = 0
+  await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
+    opts.onProgress?.(++done, Math.max(done, total))
+    const block = decodeBlock(kv.value)
+    garbageCollect(block, config.ipCooldownSeconds, now)
     const size = BigInt(block.allocations.length)
     const skip = reserved.skipFor(block.cidr)
     // Reserved addresses that are allocated anyway (allocated before the reservation) are not free either way.
@@ -221,7 +238,7 @@ export async function utilization(ctx: Ctx, opts: {pools?: string[]} = {}): Prom
     const g = groups.find((x) => containsCidr(x.cidrObj, block.cidr) || containsCidr(block.cidr, x.cidrObj))
     if (g) g.blocks.push(u)
     else if (!opts.pools?.length) orphans.push(u)
-  }
+  })
   const out: PoolUsage[] = groups.map(({cidrObj: _c, ...g}) => {
     g.blocks.sort((a, b) => compareCidr(parseCidr(a.cidr), parseCidr(b.cidr)))
     const inBlocks = g.blocks.reduce((s, b) => s + b.capacity, 0n)

@@ -2,7 +2,7 @@
 import {ConflictError, DatastoreUnavailableError, NotFoundError, StoreMissingError} from '../errors.js'
 import {type Committed, checkpoint, type Interrupt} from '../interrupt.js'
 import type {DatastoreSettings} from './settings.js'
-import type {KeyValue, Store, WriteOp} from './store.js'
+import type {KeyValue, Store, StoreMember, WriteOp} from './store.js'
 
 export const CALICO_PREFIX = '/calico/'
 
@@ -18,6 +18,8 @@ export interface StoreStatus {
   revision?: bigint
   latencyMs?: number
   keys?: {pools: number; blocks: number; affinities: number; handles: number; nodes: number; total: number}
+  /** etcd: every endpoint's member, asked separately (also when the datastore as a whole does not answer). */
+  members?: StoreMember[]
 }
 
 export async function storeStatus(
@@ -38,6 +40,8 @@ export async function storeStatus(
       ...(openError instanceof StoreMissingError ? {missing: true} : {}),
       error: (openError as Error | undefined)?.message ?? 'not opened',
     }
+  // Asked beside the revision: a member that does not answer costs one timeout, not one per question.
+  const members = store.members?.()
   try {
     const t = process.hrtime.bigint()
     const revision = await store.revision()
@@ -57,9 +61,11 @@ export async function storeStatus(
         nodes: count(/^\/calico\/resources\/v3\/projectcalico\.org\/nodes\//),
         total: all.length,
       },
+      ...(members ? {members: await members} : {}),
     }
   } catch (err) {
-    if (err instanceof DatastoreUnavailableError) return {...base, error: err.message}
+    if (err instanceof DatastoreUnavailableError)
+      return {...base, error: err.message, ...(members ? {members: await members} : {})}
     throw err
   }
 }

@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import {noop} from 'cockatiel'
 import {Etcd3, type IOptions, type IRangeResponse} from 'etcd3'
 import {DatastoreUnavailableError, ValidationError} from '../errors.js'
-import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
+import type {Condition, KeyValue, ReadRequest, ReadResult, Store, StoreMember, TxnResult, WriteOp} from './store.js'
 
 export interface EtcdConnectOptions {
   endpoints: string[]
@@ -83,70 +83,200 @@ function tooLarge(err: unknown): boolean {
   return /RESOURCE_EXHAUSTED|larger than max/.test(String((err as Error).message))
 }
 
+/**
+ * An error that says the member could not be asked or could not answer (down, frozen, restarting, without a
+ * leader), as opposed to an answer (a refused request): only these move a request to another member.
+ */
+const UNAVAILABLE =
+  /UNAVAILABLE|DEADLINE_EXCEEDED|CANCELLED|No connection established|ECONNREFUSED|ECONNRESET|EPIPE|Connection dropped|no answer within|etcdserver: (request timed out|leader changed|no leader|server stopped|too many requests|not capable)/
+/** The request never left this process (no connection to the member): even a write may go to another one. */
+const NOT_SENT = /No connection established|ECONNREFUSED|connect E[A-Z]+/
+/** A member that failed is asked last, after the others, for this long. */
+const DEMOTED_MS = 30_000
+
+const errText = (err: unknown): string =>
+  ((err as Error).message || String(err)).split('\n')[0]!.replace(/\.?\s*Resolution note:.*$/, '')
+
 export class EtcdStore implements Store {
   readonly description: string
   private closed = false
+  /** One client per member, each pinned to its endpoint: which member is asked is decided here (`order`). */
+  private readonly clients: Etcd3[]
+  /** The member asked first; it changes only when it fails. */
+  private preferred: number
+  private readonly failedAt: number[]
 
   private constructor(
-    private readonly client: Etcd3,
+    clients: Etcd3[],
     private readonly opts: EtcdConnectOptions,
   ) {
+    this.clients = clients
     this.description = `etcdv3 (${opts.endpoints.join(',')})`
+    this.failedAt = clients.map(() => 0)
+    // Each process starts at a random member, so many short-lived processes spread over the cluster.
+    this.preferred = Math.floor(Math.random() * clients.length)
   }
 
   static async connect(o: EtcdConnectOptions): Promise<EtcdStore> {
-    const options: IOptions = {
-      hosts: o.endpoints,
+    if (o.endpoints.length === 0) throw new ValidationError('no etcd endpoint given')
+    const base: Omit<IOptions, 'hosts'> = {
       dialTimeout: o.timeoutMs,
       defaultCallOptions: () => ({deadline: Date.now() + o.timeoutMs}),
       // etcd3's default per-host circuit breaker refuses every call for seconds after one failure and hides
-      // the cause; our own deadline and retry policy bound things instead.
-      faultHandling: {host: () => noop},
+      // the cause, and its global retry repeats a write whose outcome is unknown; `call` decides instead.
+      faultHandling: {host: () => noop, global: noop},
       // A page of 500 full blocks is ~8 MB, twice gRPC's default 4 MiB receive limit.
       grpcOptions: {'grpc.max_receive_message_length': MAX_RECEIVE_BYTES},
     }
     if (o.caCertFile || o.certFile) {
-      options.credentials = {
+      base.credentials = {
         rootCertificate: o.caCertFile ? readPem(o.caCertFile, 'CA certificate') : Buffer.alloc(0),
         privateKey: o.keyFile ? readPem(o.keyFile, 'key') : undefined,
         certChain: o.certFile ? readPem(o.certFile, 'certificate') : undefined,
       }
     }
-    if (o.username) options.auth = {username: o.username, password: o.password ?? ''}
-    return new EtcdStore(new Etcd3(options), o)
+    if (o.username) base.auth = {username: o.username, password: o.password ?? ''}
+    return new EtcdStore(
+      o.endpoints.map((host) => new Etcd3({...base, hosts: host})),
+      o,
+    )
   }
 
-  /** Bound a request by the timeout and turn every failure into one actionable line. */
-  private async call<T>(what: string, fn: () => Promise<T>, size?: {writes: number; guards: number}): Promise<T> {
-    let timer: NodeJS.Timeout | undefined
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer within ${this.opts.timeoutMs / 1000} s`)),
-        this.opts.timeoutMs,
-      )
-    })
-    try {
-      return await Promise.race([fn(), deadline])
-    } catch (err) {
+  /** Members in the order to ask them: the preferred one, then the others, members that failed lately last. */
+  private order(): number[] {
+    const n = this.clients.length
+    const now = Date.now()
+    const all = Array.from({length: n}, (_, k) => (this.preferred + k) % n)
+    const fresh = (i: number) => now - this.failedAt[i]! > DEMOTED_MS
+    return [...all.filter(fresh), ...all.filter((i) => !fresh(i))]
+  }
+
+  private demote(i: number): void {
+    this.failedAt[i] = Date.now()
+    if (this.preferred === i && this.clients.length > 1) this.preferred = this.order()[0]!
+  }
+
+  /**
+   * One request, bounded by the timeout as a whole, turned into one actionable line on failure. With several
+   * members (docs/design.md#etcd-cluster):
+   * - a read goes to the preferred member; if that one fails to answer, or has not answered within half the
+   *   timeout, the same read goes to the next member too (reads are safe to repeat) and the first answer wins,
+   *   so a dead or frozen member costs at most half a request timeout and the request still ends within one;
+   * - a write goes to one member only, and to the next one only when it never left this process (no connection):
+   *   a write that may have reached a member is never repeated, its outcome is unknown and the caller's guards
+   *   and cleanup handle it (see `docs/write-paths.md`);
+   * - a member that failed is asked last for a while, so the next requests go straight to a working one.
+   */
+  private call<T>(
+    what: string,
+    fn: (client: Etcd3, options: {deadline: number}) => Promise<T>,
+    o: {read: boolean; size?: {writes: number; guards: number}},
+  ): Promise<T> {
+    const timeoutMs = this.opts.timeoutMs
+    const deadline = Date.now() + timeoutMs
+    const order = this.order()
+    return new Promise<T>((resolve, reject) => {
+      let next = 0
+      let pending = 0
+      let settled = false
+      const inFlight = new Set<number>()
+      let hedge: NodeJS.Timeout | undefined
+      const finish = (f: () => void) => {
+        settled = true
+        clearTimeout(hedge)
+        clearTimeout(overall)
+        f()
+      }
+      const overall = setTimeout(() => {
+        for (const i of inFlight) this.demote(i)
+        // Whatever failed earlier elsewhere, what ends the request is the member(s) still silent.
+        finish(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)))
+      }, timeoutMs)
+      const launch = () => {
+        const i = order[next++]!
+        pending++
+        inFlight.add(i)
+        clearTimeout(hedge)
+        if (o.read && next < order.length)
+          hedge = setTimeout(() => {
+            if (!settled) launch()
+          }, timeoutMs / 2)
+        fn(this.clients[i]!, {deadline}).then(
+          (v) => {
+            pending--
+            inFlight.delete(i)
+            if (settled) return
+            // Members asked before this one and still silent are demoted: the next request skips them.
+            for (const j of inFlight) if (order.indexOf(j) < order.indexOf(i)) this.demote(j)
+            if (i !== order[0]) this.preferred = i
+            finish(() => resolve(v))
+          },
+          (err: unknown) => {
+            pending--
+            inFlight.delete(i)
+            if (settled) return
+            const msg = errText(err)
+            if (!UNAVAILABLE.test(msg) || err instanceof ValidationError) return finish(() => reject(err))
+            this.demote(i)
+            if (next < order.length && Date.now() < deadline && (o.read || NOT_SENT.test(msg))) return launch()
+            if (pending === 0) finish(() => reject(err))
+          },
+        )
+      }
+      launch()
+    }).catch((err: unknown) => {
       if (err instanceof ValidationError) throw err
-      const msg = ((err as Error).message || String(err)).split('\n')[0]!.replace(/\.?\s*Resolution note:.*$/, '')
+      const msg = errText(err)
       // etcd answered, and said no to the size: the request, not the server, is the problem.
       if (/too many operations in txn request/.test(msg)) {
         throw new ValidationError(
-          `etcd refused a transaction of ${size?.writes ?? '?'} writes and ${size?.guards ?? '?'} guards as too large (each may be at most its --max-txn-ops, 128 by default); do less in one command, e.g. fewer addresses in new blocks per ipam assign`,
+          `etcd refused a transaction of ${o.size?.writes ?? '?'} writes and ${o.size?.guards ?? '?'} guards as too large (each may be at most its --max-txn-ops, 128 by default); do less in one command, e.g. fewer addresses in new blocks per ipam assign`,
         )
       }
       throw new DatastoreUnavailableError(`etcd at ${this.opts.endpoints.join(',')} is unavailable (${what}): ${msg}`, {
         cause: err,
       })
-    } finally {
-      clearTimeout(timer)
-    }
+    })
+  }
+
+  /** Every member's own status, asked in parallel (an unreachable member is listed, not an error). */
+  async members(): Promise<StoreMember[]> {
+    const timeoutMs = this.opts.timeoutMs
+    return Promise.all(
+      this.clients.map(async (client, i): Promise<StoreMember> => {
+        const endpoint = this.opts.endpoints[i]!
+        let timer: NodeJS.Timeout | undefined
+        try {
+          const s = await Promise.race([
+            client.maintenance.status({deadline: Date.now() + timeoutMs}),
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs)
+            }),
+          ])
+          const hex = (v: string) => BigInt(v).toString(16)
+          return {
+            endpoint,
+            reachable: true,
+            id: hex(s.header.member_id),
+            leader: s.leader === s.header.member_id,
+            hasLeader: s.leader !== '0',
+            dbSizeBytes: Number(s.dbSize),
+            raftIndex: BigInt(s.raftIndex),
+            raftTerm: BigInt(s.raftTerm),
+            version: s.version,
+          }
+        } catch (err) {
+          return {endpoint, reachable: false, error: errText(err)}
+        } finally {
+          clearTimeout(timer)
+        }
+      }),
+    )
   }
 
   async get(key: string): Promise<KeyValue | undefined> {
     if (key === '') return undefined // etcd has no empty key (and rejects the request)
-    const r = await this.call('get', () => this.client.kv.range({key: Buffer.from(key)}))
+    const r = await this.call('get', (c, opt) => c.kv.range({key: Buffer.from(key)}, opt), {read: true})
     return r.kvs[0] && toKv(r.kvs[0])
   }
 
@@ -172,8 +302,10 @@ export class EtcdStore implements Store {
     const page = async (from: Buffer) => {
       for (;;) {
         try {
-          return await this.call('list', () =>
-            this.client.kv.range({key: from, range_end: end, limit, keys_only: keysOnly, revision}),
+          return await this.call(
+            'list',
+            (c, opt) => c.kv.range({key: from, range_end: end, limit, keys_only: keysOnly, revision}, opt),
+            {read: true},
           )
         } catch (err) {
           // Values much larger than the ones seen so far can push a page past the receive limit: ask for fewer
@@ -242,7 +374,9 @@ export class EtcdStore implements Store {
       // More ranges than one Txn may hold go in several, the later ones pinned to the first one's revision.
       for (let i = 0; i < ops.length; i += MAX_TXN_OPS) {
         const chunk = ops.slice(i, i + MAX_TXN_OPS).map((range) => ({request_range: {...range, revision}}))
-        const r = await this.call('read', () => this.client.kv.txn({compare: [], success: chunk, failure: []}))
+        const r = await this.call('read', (c, opt) => c.kv.txn({compare: [], success: chunk, failure: []}, opt), {
+          read: true,
+        })
         revision ??= r.header.revision
         responses = responses.concat(r.responses.map((op) => op.response_range))
       }
@@ -273,47 +407,52 @@ export class EtcdStore implements Store {
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
     const r = await this.call(
       'txn',
-      () =>
-        this.client.kv.txn({
-          compare: conditions.map((c) =>
-            'prefix' in c
-              ? // A range compare (etcd >= 3.3): every key in the range, none for an empty one, must satisfy it.
-                {
-                  key: Buffer.from(c.prefix),
-                  range_end: prefixRangeEnd(Buffer.from(c.prefix)),
-                  target: 'Mod' as const,
-                  result: 'Less' as const,
-                  mod_revision: (c.notAfter + 1n).toString(),
-                }
-              : 'absent' in c
-                ? {key: Buffer.from(c.key), target: 'Version' as const, result: 'Equal' as const, version: 0}
-                : {
-                    key: Buffer.from(c.key),
+      (c, opt) =>
+        c.kv.txn(
+          {
+            compare: conditions.map((c) =>
+              'prefix' in c
+                ? // A range compare (etcd >= 3.3): every key in the range, none for an empty one, must satisfy it.
+                  {
+                    key: Buffer.from(c.prefix),
+                    range_end: prefixRangeEnd(Buffer.from(c.prefix)),
                     target: 'Mod' as const,
-                    result: 'Equal' as const,
-                    mod_revision: c.modRevision.toString(),
-                  },
-          ),
-          success: ops.map((op) =>
-            'put' in op
-              ? {request_put: {key: Buffer.from(op.put), value: Buffer.from(op.value)}}
-              : {request_delete_range: {key: Buffer.from(op.delete)}},
-          ),
-          failure: [],
-        }),
-      {writes: ops.length, guards: conditions.length},
+                    result: 'Less' as const,
+                    mod_revision: (c.notAfter + 1n).toString(),
+                  }
+                : 'absent' in c
+                  ? {key: Buffer.from(c.key), target: 'Version' as const, result: 'Equal' as const, version: 0}
+                  : {
+                      key: Buffer.from(c.key),
+                      target: 'Mod' as const,
+                      result: 'Equal' as const,
+                      mod_revision: c.modRevision.toString(),
+                    },
+            ),
+            success: ops.map((op) =>
+              'put' in op
+                ? {request_put: {key: Buffer.from(op.put), value: Buffer.from(op.value)}}
+                : {request_delete_range: {key: Buffer.from(op.delete)}},
+            ),
+            failure: [],
+          },
+          opt,
+        ),
+      {read: false, size: {writes: ops.length, guards: conditions.length}},
     )
     return {succeeded: r.succeeded, revision: BigInt(r.header.revision)}
   }
 
   async revision(): Promise<bigint> {
-    const r = await this.call('status', () => this.client.kv.range({key: Buffer.from('/calico/'), count_only: true}))
+    const r = await this.call('status', (c, opt) => c.kv.range({key: Buffer.from('/calico/'), count_only: true}, opt), {
+      read: true,
+    })
     return BigInt(r.header.revision)
   }
 
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    this.client.close()
+    for (const c of this.clients) c.close()
   }
 }

@@ -52,6 +52,24 @@ export interface ReadResult {
   readonly lists: KeyValue[][]
 }
 
+/** One member of a replicated datastore as it sees itself (etcd: its maintenance status). */
+export interface StoreMember {
+  endpoint: string
+  reachable: boolean
+  /** The member id (etcd: hex, as etcdctl prints it). */
+  id?: string
+  /** This member is the leader. */
+  leader?: boolean
+  /** This member knows of a leader at all. */
+  hasLeader?: boolean
+  dbSizeBytes?: number
+  raftIndex?: bigint
+  raftTerm?: bigint
+  version?: string
+  /** Why it did not answer. */
+  error?: string
+}
+
 export interface Store {
   /** A short description for status output, e.g. `embedded (/var/lib/ipamctl/ipam.db)`. */
   readonly description: string
@@ -74,6 +92,8 @@ export interface Store {
   /** All ops apply atomically iff every condition holds. */
   txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult>
   revision(): Promise<bigint>
+  /** Each member's own status, unreachable ones included (etcd only; undefined for a single-file store). */
+  members?(): Promise<StoreMember[]>
   close(): Promise<void>
 }
 

@@ -1,0 +1,67 @@
+// The floor of a whole-store command for bench/scale.bench.ts: a process that reads exactly the keys the command
+// reads, with their values, and nothing else (no decoding), the plainest way each store allows.
+//
+// argv: etcd <endpoints a,b,c> <prefix>... | sqlite <file> <prefix>...
+// Prints "<keys> <bytes>" on stdout. etcd: pages of ~4 MiB at one revision, as the store's scans read (one
+// range per page, ascending key order, no sort options); SQLite: one range query per prefix on the kv table.
+import {createRequire} from 'node:module'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+const require = createRequire(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'package.json'))
+const [kind, where, ...prefixes] = process.argv.slice(2)
+
+/** @param {Buffer} prefix */
+function rangeEnd(prefix) {
+  const end = Buffer.from(prefix)
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (/** @type {number} */ (end[i]) < 0xff) {
+      end[i] = /** @type {number} */ (end[i]) + 1
+      return end.subarray(0, i + 1)
+    }
+  }
+  return Buffer.from([0])
+}
+
+let keys = 0
+let bytes = 0
+if (kind === 'etcd') {
+  const {Etcd3} = require('etcd3')
+  const client = new Etcd3({
+    hosts: /** @type {string} */ (where).split(','),
+    grpcOptions: {'grpc.max_receive_message_length': 64 * 1024 * 1024},
+  })
+  /** @type {string | undefined} */
+  let revision
+  for (const p of prefixes) {
+    const end = rangeEnd(Buffer.from(p))
+    let from = Buffer.from(p)
+    let limit = 500
+    for (;;) {
+      const r = await client.kv.range({key: from, range_end: end, limit, revision})
+      revision ??= r.header.revision
+      for (const kv of r.kvs) bytes += kv.key.length + kv.value.length
+      keys += r.kvs.length
+      if (!r.more || r.kvs.length === 0) break
+      limit = Math.max(1, Math.min(20_000, Math.floor((4 * 1024 * 1024) / Math.max(1, bytes / keys))))
+      from = Buffer.concat([r.kvs[r.kvs.length - 1].key, Buffer.from([0])])
+    }
+  }
+  client.close()
+} else if (kind === 'sqlite') {
+  const Database = require('better-sqlite3')
+  const db = new Database(where, {readonly: true})
+  const q = db.prepare('SELECT key, value FROM kv WHERE key >= ? AND key < ?')
+  db.prepare('BEGIN').run()
+  for (const p of prefixes) {
+    for (const row of q.iterate(p, rangeEnd(Buffer.from(p)).toString())) {
+      bytes += row.key.length + row.value.length
+      keys++
+    }
+  }
+  db.prepare('COMMIT').run()
+  db.close()
+} else {
+  throw new Error('usage: raw-read.mjs etcd|sqlite <endpoints|file> <prefix>...')
+}
+process.stdout.write(`${keys} ${bytes}\n`)

@@ -1,0 +1,426 @@
+// npm run bench:scale (part of npm run bench): Kubernetes' documented limits, 5,000 nodes × 110 pods = 550,000
+// allocations, on the embedded store and on a real three-member etcd cluster, in ONE run. Each whole-store
+// command is set beside its floor: a process that reads exactly the keys the command reads, raw (bench/raw-read.mjs,
+// etcd3 or SQLite, no decoding), measured in the same run, interleaved with it. Prints Markdown; with --write it
+// also writes bench/results/scale-<date>.md. Benchmarks are never timed tests.
+//
+// Environment: SCALE_NODES (default 5000) and SCALE_SMALL_NODES (default: the node count for ~100,000 allocations,
+// for the growth ratio), SCALE_RUNS (default 3), SCALE_BACKENDS (default embedded,cluster), SCALE_CLUSTER_DIR
+// (default /dev/shm when present: the members' data dirs).
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {type Attribute, encodeBlock, newBlock} from '../src/lib/ipam/block.ts'
+import {autoAssign} from '../src/lib/ipam/autoassign.ts'
+import {makeCtx} from '../src/lib/ipam/context.ts'
+import {encodeNode, newNode} from '../src/lib/ipam/node.ts'
+import {createPools} from '../src/lib/ipam/pool-admin.ts'
+import {releaseByHandle} from '../src/lib/ipam/release.ts'
+import {encodeAffinity, encodeHandle} from '../src/lib/ipam/records.ts'
+import {formatIp, parseCidr, subnet} from '../src/lib/net/cidr.ts'
+import {EtcdStore} from '../src/lib/store/etcd.ts'
+import {keys} from '../src/lib/store/keys.ts'
+import {SqliteStore} from '../src/lib/store/sqlite.ts'
+import type {Store} from '../src/lib/store/store.ts'
+import {
+  encodeWorkloadEndpoint,
+  endpointKey,
+  newWorkloadEndpoint,
+  workloadEndpointName,
+} from '../src/lib/workload/endpoint.ts'
+import {startAgentProc} from '../test/support/agent.ts'
+import {type EtcdCluster, startCluster} from '../test/support/etcd-cluster.ts'
+import {haveEtcd} from '../test/support/etcd-server.ts'
+import {runProcess} from '../test/support/process.ts'
+import {BulkWriter, benchCommit, median, timeMs} from './support.ts'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const WRITE = process.argv.includes('--write')
+const PODS = 110
+const NODES = Number(process.env.SCALE_NODES ?? 5000)
+const SMALL_NODES = Number(process.env.SCALE_SMALL_NODES ?? Math.round((NODES * 100_000) / 550_000))
+const RUNS = Number(process.env.SCALE_RUNS ?? 3)
+const BACKENDS = (process.env.SCALE_BACKENDS ?? 'embedded,cluster').split(',') as ('embedded' | 'cluster')[]
+const CLUSTER_DIR = process.env.SCALE_CLUSTER_DIR ?? (fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir())
+const NEW_NODES = 20
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-scale-'))
+process.on('exit', () => fs.rmSync(dir, {recursive: true, force: true}))
+const T0 = Date.now()
+const log = (s: string) => process.stderr.write(`[scale ${((Date.now() - T0) / 1000).toFixed(0).padStart(5)} s] ${s}\n`)
+
+if (!fs.existsSync(path.join(ROOT, 'dist', 'commands'))) {
+  console.error('scale bench: not built: npm run build')
+  process.exit(2)
+}
+
+const RSS_HOOK = path.join(dir, 'rss-hook.mjs')
+// Peak RSS of the measured process itself (getrusage ru_maxrss, KiB), written at exit by a preloaded hook.
+fs.writeFileSync(
+  RSS_HOOK,
+  "import fs from 'node:fs'\nprocess.on('exit', () => fs.writeFileSync(process.env.BENCH_RSS_FILE, String(process.resourceUsage().maxRSS)))\n",
+)
+const NO_CONFIG = path.join(dir, 'ipamctl.cfg')
+fs.writeFileSync(NO_CONFIG, 'apiVersion: projectcalico.org/v3\nkind: CalicoAPIConfig\nspec: {}\n')
+
+// ------------------------------------------------------------------------------------------- backends
+
+interface Backend {
+  key: 'embedded' | 'cluster'
+  /** An empty store (a new file; a new cluster). */
+  fresh(): Promise<Store>
+  cliArgs(): string[]
+  rawArgs(): string[]
+  /** Bulk writes for this backend: big SQLite transactions, etcd's 128-operation ones several in flight. */
+  writer(store: Store): BulkWriter
+  stop(): Promise<void>
+}
+
+let files = 0
+function embeddedBackend(): Backend {
+  let file = ''
+  return {
+    key: 'embedded',
+    async fresh() {
+      file = path.join(dir, `s${++files}.db`)
+      return SqliteStore.open(file)
+    },
+    cliArgs: () => ['--datastore', 'embedded', '--datastore-path', file],
+    rawArgs: () => ['sqlite', file],
+    writer: (store) => new BulkWriter(store, 20_000, 40_000_000, 1),
+    async stop() {
+      if (file) fs.rmSync(file, {force: true})
+    },
+  }
+}
+
+function clusterBackend(): Backend {
+  let cluster: EtcdCluster | undefined
+  const endpoints = () => cluster!.endpoints
+  return {
+    key: 'cluster',
+    async fresh() {
+      await cluster?.stop()
+      cluster = await startCluster({baseDir: CLUSTER_DIR, quotaBytes: 8 * 1024 ** 3})
+      return EtcdStore.connect({endpoints: endpoints().split(','), timeoutMs: 120_000})
+    },
+    cliArgs: () => ['--datastore', 'etcdv3', '--etcd-endpoints', endpoints(), '--timeout', '120'],
+    rawArgs: () => ['etcd', endpoints()],
+    writer: (store) => new BulkWriter(store, 120, 1_000_000, 8),
+    async stop() {
+      await cluster?.stop()
+      cluster = undefined
+    },
+  }
+}
+
+// ------------------------------------------------------------------------------------------- the store
+
+const POOL = '10.0.0.0/10'
+const SEQ = 1767323045000000000n
+
+/**
+ * A consistent cluster of `nodes` nodes with 110 pods each: per node a Node record and two /26 blocks affine to
+ * it (64 + 46 addresses), per pod a handle (as the CNI plugin names them), an allocation and a WorkloadEndpoint
+ * listing its address. `ipam check` finds 0 problems in it.
+ */
+async function seedScale(store: Store, w: BulkWriter, nodes: number): Promise<{allocations: number; blocks: number}> {
+  await createPools(makeCtx(store), [{name: 'pods', cidr: POOL, blockSize: 26}])
+  const pool = parseCidr(POOL)
+  const now = new Date()
+  let n = 0
+  let blocks = 0
+  for (let i = 0; i < nodes; i++) {
+    const host = `node-${i}`
+    await w.put(keys.node(host), encodeNode(newNode(host, {'kubernetes.io/hostname': host}, now)))
+    for (let k = 0; k * 64 < PODS; k++) {
+      const cidr = subnet(pool, 26, BigInt(2 * i + k))
+      const b = newBlock(cidr, `host:${host}`, now, SEQ + BigInt(blocks))
+      const inBlock = Math.min(64, PODS - k * 64)
+      const attributes: Attribute[] = []
+      for (let o = 0; o < inBlock; o++) {
+        const pod = `pod-${n}`
+        const containerId = `${n.toString(16).padStart(12, '0')}${'c'.repeat(52)}`
+        const handle = `k8s-pod-network.${containerId}`
+        attributes.push({
+          handle_id: handle,
+          secondary: {namespace: 'default', node: host, pod, timestamp: '2026-11-22 10:00:00.000000000 +0000 UTC'},
+        })
+        b.allocations[o] = o
+        b.sequenceNumberForAllocation.set(String(o), b.sequenceNumber)
+        await w.put(keys.handle(handle), encodeHandle(new Map([[`${formatIp(4, cidr.base)}/26`, 1]])))
+        const ip = formatIp(4, cidr.base + BigInt(o))
+        const name = workloadEndpointName({node: host, orchestrator: 'k8s', pod, containerId, ifName: 'eth0'})
+        const wep = newWorkloadEndpoint(
+          {
+            name,
+            namespace: 'default',
+            orchestrator: 'k8s',
+            node: host,
+            containerID: containerId,
+            pod,
+            endpoint: 'eth0',
+            ipNetworks: [`${ip}/32`],
+            interfaceName: `cali${n.toString(16).padStart(11, '0')}`,
+          },
+          now,
+        )
+        await w.put(endpointKey('default', name), encodeWorkloadEndpoint(wep))
+        n++
+      }
+      b.attributes = attributes
+      b.unallocated = b.unallocated.filter((o) => o >= inBlock)
+      await w.put(keys.block(cidr), encodeBlock(b))
+      await w.put(keys.affinity(host, cidr), encodeAffinity('confirmed'))
+      blocks++
+    }
+  }
+  await w.done()
+  return {allocations: n, blocks}
+}
+
+// ------------------------------------------------------------------------------------------- measurements
+
+interface ProcRun {
+  ms: number
+  rssMb: number
+}
+
+async function proc(args: string[], check: (stdout: string) => boolean, what: string): Promise<ProcRun> {
+  const rssFile = path.join(dir, 'rss')
+  const r = await runProcess(process.execPath, ['--import', RSS_HOOK, ...args], {
+    env: {...process.env, BENCH_RSS_FILE: rssFile, IPAMCTL_CONFIG: NO_CONFIG},
+    killAfterMs: 1_200_000,
+  })
+  if (r.code !== 0 || !check(r.stdout))
+    throw new Error(`${what} failed (${r.code}): ${r.stderr.trim().slice(-500) || r.stdout.slice(-500)}`)
+  return {ms: r.ms, rssMb: Number(fs.readFileSync(rssFile, 'utf8')) / 1024}
+}
+
+const IPAM = '/calico/ipam/v2/'
+const RES = '/calico/resources/v3/projectcalico.org/'
+/** What each command reads (see src/lib/ipam/query.ts utilization, src/lib/ipam/check.ts checkIpam, export). */
+const READS = {
+  blocks: [`${IPAM}assignment/`, `${IPAM}config`, `${RES}ippools/`],
+  check: [
+    `${IPAM}assignment/`,
+    `${IPAM}config`,
+    `${IPAM}handle/`,
+    `${IPAM}host/`,
+    `${RES}clusterinformations/`,
+    `${RES}ippools/`,
+    `${RES}nodes/`,
+    `${RES}workloadendpoints/`,
+  ],
+  all: ['/calico/'],
+} as const
+
+interface Row {
+  what: string
+  floor: keyof typeof READS
+  args: string[]
+  check: (stdout: string, s: SizeResult) => boolean
+}
+
+const ROWS: Row[] = [
+  {what: '`ipam show`', floor: 'blocks', args: ['ipam', 'show'], check: (o) => o.includes(POOL)},
+  {
+    what: '`ipam show --show-blocks`',
+    floor: 'blocks',
+    args: ['ipam', 'show', '--show-blocks'],
+    check: (o, s) => o.split('\n').length > s.blocks,
+  },
+  {
+    what: '`ipam check`',
+    floor: 'check',
+    args: ['ipam', 'check'],
+    check: (o, s) => o.includes(`IPAM blocks record ${s.allocations} allocations.`) && o.includes('found 0 problems'),
+  },
+  {what: '`ipam gc --dry-run`', floor: 'check', args: ['ipam', 'gc', '--dry-run'], check: () => true},
+  {what: '`datastore export -o FILE`', floor: 'all', args: ['datastore', 'export', '-o', '@FILE'], check: () => true},
+]
+
+interface SizeResult {
+  nodes: number
+  allocations: number
+  blocks: number
+  seedMs: number
+  raw: Record<keyof typeof READS, ProcRun[]>
+  cmds: Record<string, ProcRun[]>
+  /** A new node's first allocation (claims a block), in process, median of NEW_NODES. */
+  firstAllocMs: number
+  scrape?: {firstMs: number; medianMs: number}
+}
+
+async function measureSize(b: Backend, nodes: number, full: boolean): Promise<SizeResult> {
+  const store = await b.fresh()
+  log(`${b.key}: seeding ${nodes} nodes × ${PODS} pods`)
+  const seeded = await timeMs(() => seedScale(store, b.writer(store), nodes))
+  log(`${b.key}: ${seeded.value.allocations} allocations in ${(seeded.ms / 1000).toFixed(1)} s`)
+  const s: SizeResult = {
+    nodes,
+    ...seeded.value,
+    seedMs: seeded.ms,
+    raw: {blocks: [], check: [], all: []},
+    cmds: {},
+    firstAllocMs: 0,
+  }
+  // The first allocation of NEW_NODES new nodes, before the commands run.
+  const lat: number[] = []
+  const ctx = makeCtx(store)
+  for (let i = 0; i < NEW_NODES; i++) {
+    const t = await timeMs(() => autoAssign(ctx, {host: `new-${i}`, num4: 1, num6: 0, handle: `new-${i}`}))
+    if (t.value.v4.ips.length !== 1) throw new Error(`new-${i} got no address`)
+    lat.push(t.ms)
+  }
+  s.firstAllocMs = median(lat)
+  // Released again (untimed): without a WorkloadEndpoint they would be leaks to ipam check. Their blocks stay.
+  for (let i = 0; i < NEW_NODES; i++) await releaseByHandle(ctx, `new-${i}`)
+  s.blocks += NEW_NODES
+  await store.close()
+  if (nodes <= 1) return s
+  for (let run = 0; run < RUNS; run++) {
+    for (const [floor, prefixes] of Object.entries(READS) as [keyof typeof READS, readonly string[]][]) {
+      log(`${b.key}: raw read (${floor}), run ${run + 1}`)
+      s.raw[floor].push(
+        await proc(
+          [path.join(ROOT, 'bench', 'raw-read.mjs'), ...b.rawArgs(), ...prefixes],
+          (o) => /^\d+ \d+/.test(o),
+          `raw read ${floor}`,
+        ),
+      )
+    }
+    for (const row of ROWS) {
+      log(`${b.key}: ${row.what}, run ${run + 1}`)
+      const out = path.join(dir, `export-${run}.txt`)
+      fs.rmSync(out, {force: true})
+      const args = row.args.map((a) => (a === '@FILE' ? out : a))
+      const runs = s.cmds[row.what] ?? []
+      s.cmds[row.what] = runs
+      runs.push(
+        await proc([path.join(ROOT, 'bin', 'run.cjs'), ...args, ...b.cliArgs()], (o) => row.check(o, s), row.what),
+      )
+      fs.rmSync(out, {force: true})
+    }
+  }
+  if (full) s.scrape = await scrape(b)
+  return s
+}
+
+/** The agent's /metrics on this store: its first scrape and the median of the next five. */
+async function scrape(b: Backend): Promise<{firstMs: number; medianMs: number}> {
+  log(`${b.key}: agent metrics scrape`)
+  const socket = path.join(dir, 'agent.sock')
+  const agent = await startAgentProc(
+    ['--node', 'new-0', '--socket', socket, '--metrics-address', '127.0.0.1:0', ...b.cliArgs(), '--config', NO_CONFIG],
+    {DATASTORE_TYPE: undefined, ETCD_ENDPOINTS: undefined, IPAMCTL_CONFIG: undefined},
+  )
+  try {
+    const get = () => timeMs(async () => (await fetch(agent.metricsUrl!)).text())
+    const first = await get()
+    const rest: number[] = []
+    for (let i = 0; i < 5; i++) rest.push((await get()).ms)
+    return {firstMs: first.ms, medianMs: median(rest)}
+  } finally {
+    agent.proc.kill('SIGTERM')
+    await agent.exited
+  }
+}
+
+// ------------------------------------------------------------------------------------------- a run
+
+const loadBefore = os.loadavg()
+const results: {key: Backend['key']; one: SizeResult; small: SizeResult; big: SizeResult}[] = []
+for (const key of BACKENDS) {
+  if (key === 'cluster' && !haveEtcd) {
+    log('cluster: etcd not installed, skipped')
+    continue
+  }
+  const b = key === 'embedded' ? embeddedBackend() : clusterBackend()
+  try {
+    const one = await measureSize(b, 1, false)
+    const small = await measureSize(b, SMALL_NODES, false)
+    const big = await measureSize(b, NODES, true)
+    results.push({key, one, small, big})
+  } finally {
+    await b.stop()
+  }
+}
+const loadAfter = os.loadavg()
+
+// ------------------------------------------------------------------------------------------- report
+
+const f0 = (x: number) => Math.round(x).toLocaleString('en-US')
+const ms = (x: number) => `${f0(x)} ms`
+const r2 = (x: number) => x.toFixed(2)
+const med = (rs: ProcRun[]) => median(rs.map((r) => r.ms))
+const rss = (rs: ProcRun[]) => Math.max(...rs.map((r) => r.rssMb))
+const verdict = (ok: boolean) => (ok ? 'met' : '**NOT met**')
+const out: string[] = []
+const p = (s = '') => out.push(s)
+
+p(`# Scale: ${f0(NODES)} nodes × ${PODS} pods`)
+p()
+p(
+  `Machine: ${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ${Math.round(os.totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. Date: ${new Date().toISOString().slice(0, 10)}. Commit: ${benchCommit(ROOT)}. Load average ${loadBefore.map((x) => x.toFixed(2)).join(' / ')} before, ${loadAfter.map((x) => x.toFixed(2)).join(' / ')} after. ${RUNS} run(s) per row, interleaved with the floors; medians; peak RSS is the largest of the runs.`,
+)
+p()
+p(
+  'The cluster is three etcd members (Debian etcd-server) on loopback, data on ' +
+    `${CLUSTER_DIR}; the commands are given all three endpoints. A floor is bench/raw-read.mjs in its own process ` +
+    '(spawn to exit, like the command): it reads exactly the keys the command reads with their values (etcd3 pages ' +
+    'of ~4 MiB at one revision; SQLite one range query per prefix) and decodes nothing.',
+)
+for (const r of results) {
+  const {big, small, one} = r
+  p()
+  p(
+    `## ${r.key === 'embedded' ? 'Embedded store' : 'Three-member etcd cluster'}: ${f0(big.allocations)} allocations (${f0(big.nodes)} nodes, ${f0(big.blocks)} blocks); seeded in bulk in ${(big.seedMs / 1000).toFixed(0)} s`,
+  )
+  p()
+  p('| what | wall time | peak RSS | : floor | target | at the small size | growth (target ≤ 6) |')
+  p('|---|---|---|---|---|---|---|')
+  for (const fl of Object.keys(READS) as (keyof typeof READS)[]) {
+    p(
+      `| floor: raw read of ${fl === 'blocks' ? 'the blocks (+ pools, config)' : fl === 'check' ? 'everything ipam check reads (blocks, handles, endpoints, nodes, affinities, pools)' : 'everything under /calico/'} | ${ms(med(big.raw[fl]))} | ${f0(rss(big.raw[fl]))} MB | 1 | | ${ms(med(small.raw[fl]))} | ${r2(med(big.raw[fl]) / med(small.raw[fl]))} |`,
+    )
+  }
+  const checkMs = med(big.cmds['`ipam check`']!)
+  for (const row of ROWS) {
+    const c = big.cmds[row.what]!
+    const ratio = med(c) / med(big.raw[row.floor])
+    const growth = med(c) / med(small.cmds[row.what]!)
+    let target = ''
+    if (row.what.startsWith('`ipam show')) target = `≤ 1.5 × floor, ≤ 500 MB: ${verdict(ratio <= 1.5 && rss(c) <= 500)}`
+    else if (row.what === '`ipam check`') target = `≤ 2 × floor, ≤ 1 GB: ${verdict(ratio <= 2 && rss(c) <= 1024)}`
+    else target = `≤ 1.5 × ipam check: ${r2(med(c) / checkMs)} × — ${verdict(med(c) / checkMs <= 1.5)}`
+    p(
+      `| ${row.what} | ${ms(med(c))} | ${f0(rss(c))} MB | ${r2(ratio)} | ${target} | ${ms(med(small.cmds[row.what]!))} | ${r2(growth)} ${growth <= 6 ? '' : '**NOT met**'} |`,
+    )
+  }
+  p()
+  p(
+    `Small size for the growth column: ${f0(small.allocations)} allocations (${f0(small.nodes)} nodes); growth is the ratio of the medians (${r2(big.allocations / small.allocations)} × the data).`,
+  )
+  p()
+  const firstRatio = big.firstAllocMs / one.firstAllocMs
+  p(
+    `A new node's first allocation (it claims a block), median of ${NEW_NODES} new nodes, in process: ${r2(one.firstAllocMs)} ms at 1 node, ${r2(small.firstAllocMs)} ms at ${f0(small.nodes)}, ${r2(big.firstAllocMs)} ms at ${f0(big.nodes)}: ${r2(firstRatio)} × (target ≤ 1.5 on the cluster: ${r.key === 'cluster' ? verdict(firstRatio <= 1.5) : 'information'}).`,
+  )
+  if (big.scrape) {
+    const showMs = med(big.cmds['`ipam show`']!)
+    p()
+    p(
+      `The agent's metrics scrape at this size: first ${ms(big.scrape.firstMs)}, then a median of ${ms(big.scrape.medianMs)} = ${r2(big.scrape.medianMs / showMs)} × \`ipam show\` (target ≤ 0.1: ${verdict(big.scrape.medianMs / showMs <= 0.1)}).`,
+    )
+  }
+}
+const text = `${out.join('\n')}\n`
+process.stdout.write(text)
+if (WRITE) {
+  const file = path.join(ROOT, 'bench', 'results', `scale-${new Date().toISOString().slice(0, 10)}.md`)
+  fs.mkdirSync(path.dirname(file), {recursive: true})
+  fs.writeFileSync(file, text)
+  log(`wrote ${path.relative(ROOT, file)}`)
+}
