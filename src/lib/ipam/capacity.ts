@@ -11,7 +11,7 @@
 import {ValidationError} from '../errors.js'
 import {type Cidr, type Family, formatCidr, subnetCount} from '../net/cidr.js'
 import {blockCap} from './autoassign.js'
-import type {IpamConfig} from './records.js'
+import {DEFAULT_IPAM_CONFIG, type IpamConfig, validateIpamConfig} from './records.js'
 
 export interface PlanInput {
   readonly pool: Cidr
@@ -84,7 +84,8 @@ export const blockAddresses = (family: Family, blockSize: number): number => 2 *
 const ceilDiv = (a: bigint, b: bigint): bigint => (a + b - 1n) / b
 const min = (a: bigint, b: bigint): bigint => (a < b ? a : b)
 const fmt = (n: bigint | number): string => n.toLocaleString('en-US')
-const plural = (n: bigint | number, one: string, many = `${one}s`): string => `${fmt(n)} ${n === 1 || n === 1n ? one : many}`
+const plural = (n: bigint | number, one: string, many = `${one}s`): string =>
+  `${fmt(n)} ${n === 1 || n === 1n ? one : many}`
 
 /** Addresses a node holds at its peak: with a cooldown, churned pods' old addresses are not free yet. */
 export function peakAddresses(podsPerNode: number, churn: number, ipCooldownSeconds: number): number {
@@ -104,6 +105,13 @@ export function validatePlanInput(input: PlanInput): void {
   if (!Number.isInteger(input.podsPerNode) || input.podsPerNode < 1 || input.podsPerNode > 65536)
     throw new ValidationError('pods per node must be an integer from 1 to 65536')
   if (!(input.churn >= 0 && input.churn <= 1)) throw new ValidationError('churn must be a fraction from 0 to 1')
+  // The same rules as `ipam configure`: a cap needs strict affinity.
+  validateIpamConfig({
+    ...DEFAULT_IPAM_CONFIG,
+    strictAffinity: input.strictAffinity,
+    maxBlocksPerHost: input.maxBlocksPerHost,
+    ipCooldownSeconds: input.ipCooldownSeconds,
+  })
 }
 
 /**
@@ -209,7 +217,9 @@ function reasons(p: Omit<CapacityPlan, 'reasons'>, input: PlanInput): CapacityPl
   const S = p.blockAddresses
   const h = p.blocksPerNodeClaimed
   const atPeak =
-    peak > P ? ` (${fmt(peak)} addresses at peak: churned pods' old addresses cool down for ${input.ipCooldownSeconds} s)` : ''
+    peak > P
+      ? ` (${fmt(peak)} addresses at peak: churned pods' old addresses cool down for ${input.ipCooldownSeconds} s)`
+      : ''
   const capNote =
     p.blocksPerNode > h ? `, but a node may claim only ${h} (the block cap: maxBlocksPerHost, or 20 when it is 0)` : ''
   const rest = p.poolBlocks - p.nodesWithAllBlocks * BigInt(h)
