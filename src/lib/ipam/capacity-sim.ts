@@ -1,7 +1,7 @@
 // `ipam plan --simulate`: the capacity question answered by the production allocator itself (autoAssign,
 // autoAssignBatch, releaseByHandle, removeNode) on an in-memory store, with a clock the simulation moves. Nodes
-// join one after another and start their pods, as the arithmetic of capacity.ts assumes; then churn deletes and
-// re-creates pods on every node, and removes nodes and adds new ones. What happened is read back from the store.
+// join one after another and start their pods, as the arithmetic of capacity.ts assumes; then churn removes nodes
+// and adds new ones, and deletes and re-creates pods on every node. What happened is read back from the store.
 import {type Family, formatCidr} from '../net/cidr.js'
 import type {Clock} from '../clock.js'
 import {CountedStore, roundTrips} from '../store/counted.js'
@@ -20,6 +20,11 @@ import {releaseByHandle} from './release.js'
 export interface SimInput extends PlanInput {
   /** Pod starts handed to the allocator at once, as the node agent batches them (1: one CNI ADD each). */
   readonly batch?: number
+  /**
+   * Fraction of nodes removed and replaced (default: `churn`). With a cooldown a removed node's blocks keep its
+   * cooling addresses, lose their owner and stay, so new nodes cannot claim them: the arithmetic does not model that.
+   */
+  readonly nodeChurn?: number
   /** Seeds the choice of churned pods and removed nodes, so a run can be repeated. */
   readonly seed?: number
   /** Called every few hundred allocations and at the end. */
@@ -94,7 +99,7 @@ export async function simulateCluster(input: SimInput): Promise<SimResult> {
   })
   const P = input.podsPerNode
   const churnPods = Math.round(input.churn * P)
-  const churnNodes = Math.round(input.churn * input.nodes)
+  const churnNodes = Math.round((input.nodeChurn ?? input.churn) * input.nodes)
   const total = input.nodes * P + input.nodes * churnPods + churnNodes * P
   const stats = {allocations: 0, failed: 0, borrowed: 0, calls: 0, deleted: 0}
   // Who claimed each block: the first address of a new block always goes to the node that claims it.
@@ -144,17 +149,28 @@ export async function simulateCluster(input: SimInput): Promise<SimResult> {
     }
   }
 
+  let joined = 0
   const join = async (): Promise<void> => {
-    const node: Node = {name: `node-${nodes.length}`, pods: new Map(), next: 0}
+    const node: Node = {name: `node-${joined++}`, pods: new Map(), next: 0}
     nodes.push(node)
     await start(node, P)
   }
 
   const t0 = process.hrtime.bigint()
   for (let i = 0; i < input.nodes; i++) await join()
+  // Nodes leave (their pods with them, as `node remove --release-addresses` does) and as many new ones join.
+  let removed = 0
+  for (let i = 0; i < churnNodes && nodes.length > 0; i++) {
+    const [node] = nodes.splice(Math.floor(random() * nodes.length), 1)
+    await removeNode(ctx, node!.name, {releaseAddresses: true})
+    for (const [cidr, host] of owner) if (host === node!.name) owner.delete(cidr)
+    stats.deleted += node!.pods.size
+    removed++
+  }
+  for (let i = 0; i < removed; i++) await join()
   if (churnPods > 0) {
-    // Every node deletes some of its pods and starts as many new ones; with a cooldown the old addresses are
-    // held until the clock has moved on, which it does once every node has churned.
+    // Then every node, new ones included, deletes some of its pods and starts as many new ones; with a cooldown
+    // the old addresses are held until the clock has moved on, which it does once every node has churned.
     for (const node of nodes) {
       const running = [...node.pods.keys()]
       const k = Math.min(churnPods, running.length)
@@ -169,15 +185,6 @@ export async function simulateCluster(input: SimInput): Promise<SimResult> {
     }
     clock.advance(input.ipCooldownSeconds + 1)
   }
-  let removed = 0
-  for (let i = 0; i < churnNodes && nodes.length > 0; i++) {
-    const [node] = nodes.splice(Math.floor(random() * nodes.length), 1)
-    await removeNode(ctx, node!.name, {releaseAddresses: true})
-    for (const [cidr, host] of owner) if (host === node!.name) owner.delete(cidr)
-    stats.deleted += node!.pods.size
-    removed++
-  }
-  for (let i = 0; i < removed; i++) await join()
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9
 
   let borrowed = 0n
