@@ -4,12 +4,12 @@
 import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {ValidationError} from '../../../src/lib/errors.ts'
-import {simulateCluster} from '../../../src/lib/ipam/capacity-sim.ts'
+import {type SimInput, simulateCluster} from '../../../src/lib/ipam/capacity-sim.ts'
 import {type PlanInput, planCapacity, recommendBlockSize, recommendPoolPrefix} from '../../../src/lib/ipam/capacity.ts'
 import {planInput} from '../../../src/lib/ipam/capacity-use.ts'
 import {parseCidr} from '../../../src/lib/net/cidr.ts'
 
-const input = (cidr: string, blockSize: number, nodes: number, podsPerNode: number, more: Partial<PlanInput> = {}) => ({
+const input = (cidr: string, blockSize: number, nodes: number, podsPerNode: number, more: Partial<SimInput> = {}) => ({
   pool: parseCidr(cidr),
   blockSize,
   nodes,
@@ -103,7 +103,7 @@ describe('planCapacity', () => {
 })
 
 describe('simulateCluster agrees with planCapacity', () => {
-  const cases: [string, PlanInput & {nodeChurn?: number}][] = [
+  const cases: [string, SimInput][] = [
     ['fits, with pod and node churn', input('10.0.0.0/24', 28, 6, 20, {churn: 0.2})],
     ['pool too small: the last nodes borrow', input('10.0.0.0/24', 27, 10, 20)],
     ['nothing left to borrow: pods fail', input('10.0.0.0/25', 27, 6, 30, {churn: 0.1, nodeChurn: 0})],
