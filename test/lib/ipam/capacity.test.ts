@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {ValidationError} from '../../../src/lib/errors.ts'
 import {type SimInput, simulateCluster} from '../../../src/lib/ipam/capacity-sim.ts'
-import {type PlanInput, planCapacity, recommendBlockSize, recommendPoolPrefix} from '../../../src/lib/ipam/capacity.ts'
+import {planCapacity, recommendBlockSize, recommendPoolPrefix} from '../../../src/lib/ipam/capacity.ts'
 import {planInput} from '../../../src/lib/ipam/capacity-use.ts'
 import {parseCidr} from '../../../src/lib/net/cidr.ts'
 
