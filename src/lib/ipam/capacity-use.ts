@@ -48,9 +48,9 @@ export async function poolBlocks(ctx: Ctx, pools?: readonly Pool[]): Promise<Poo
 /** `ipam show`'s extra line: how many more nodes can claim a block in each pool. */
 export function claimableLine(pools: readonly PoolBlocks[]): string {
   const parts = pools.map((p) =>
-    p.disabled ? `${p.name} none (disabled)` : `${p.name} ${fmt(p.unclaimed)} of ${fmt(p.blocks)} blocks unclaimed`,
+    p.disabled ? `${p.name} none (disabled)` : `${p.name} ${fmt(p.unclaimed)} of ${fmt(p.blocks)}`,
   )
-  return `New nodes that can still claim a block: ${parts.length > 0 ? parts.join(', ') : 'no pools'}`
+  return `Nodes that can still claim a block (unclaimed blocks): ${parts.length > 0 ? parts.join(', ') : 'no pools'}`
 }
 
 /**
