@@ -1,7 +1,7 @@
 // Capacity planning arithmetic (`ipam plan`): how a pool's blocks go round a cluster under block affinity
-// (docs/calico.md#claiming-a-new-block, docs/design.md#sizing-pools-and-blocks). Pure functions of the pool,
-// the cluster and the IPAM config; `simulateCluster` (capacity-sim.ts) runs the real allocator on the same
-// question, and the tests hold the two to the same answer.
+// (docs/calico.md#claiming-a-new-block). Pure functions of the pool, the cluster and the IPAM config;
+// `simulateCluster` (capacity-sim.ts) runs the real allocator on the same question, and the tests hold the two
+// to the same answer.
 //
 // The model is the allocator's: a node takes addresses from its own blocks, claims a new block when they are
 // full, and stops claiming at the block cap (blockCap: the config's maxBlocksPerHost, or 20); a pod the cap
