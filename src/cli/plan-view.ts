@@ -31,7 +31,7 @@ export function planView(plan: CapacityPlan, current?: string, sim?: SimResult):
   if (sim) {
     out.push(
       '',
-      `Simulation (the allocator on an in-memory store): ${fmt(sim.allocations)} allocations in ${fmt(sim.seconds, 1)} s (${fmt(sim.allocationsPerSecond)}/s); ${fmt(sim.podsDeleted)} pods deleted, ${fmt(sim.nodesRemoved)} nodes removed and ${fmt(sim.nodesAdded)} added`,
+      `Simulation (the allocator on an in-memory store): ${fmt(sim.allocations)} allocations, ${fmt(sim.podsDeleted)} pods deleted, ${fmt(sim.nodesRemoved)} nodes removed and ${fmt(sim.nodesAdded)} added in ${fmt(sim.seconds, 1)} s; ${fmt(sim.allocationsPerSecond)} allocations/s inside the allocator`,
       ...rows([
         ['', 'simulated', 'plan'],
         ['blocks claimed', fmt(sim.blocksClaimed), fmt(plan.blocksClaimed)],

@@ -4,7 +4,14 @@ import {planView} from '../../cli/plan-view.js'
 import {render} from '../../cli/render.js'
 import {planCapacity} from '../../lib/ipam/capacity.js'
 import {simulateCluster} from '../../lib/ipam/capacity-sim.js'
-import {currentUseLine, DEFAULT_PODS_PER_NODE, planInput, type PoolUse, poolUse} from '../../lib/ipam/capacity-use.js'
+import {
+  currentUseLine,
+  DEFAULT_PODS_PER_NODE,
+  parseFraction,
+  planInput,
+  type PoolUse,
+  poolUse,
+} from '../../lib/ipam/capacity-use.js'
 
 export default class IpamPlan extends BaseCommand {
   // Only --pool opens the datastore, and only to read it.
@@ -31,6 +38,9 @@ export default class IpamPlan extends BaseCommand {
       summary: 'Block cap per node (implies strict affinity; default: the config, 0 = 20).',
     }),
     churn: Flags.string({summary: 'Fraction (0-1) of pods re-created and of nodes replaced, e.g. 0.1.'}),
+    'node-churn': Flags.string({
+      summary: 'With --simulate: fraction (0-1) of nodes replaced, if not --churn (each removal reads every block).',
+    }),
     simulate: Flags.boolean({summary: 'Also run the real allocator on an in-memory store with this cluster.'}),
     output: outputFlag,
   }
@@ -55,6 +65,7 @@ export default class IpamPlan extends BaseCommand {
     const sim = flags.simulate
       ? await simulateCluster({
           ...input,
+          nodeChurn: flags['node-churn'] === undefined ? undefined : parseFraction(flags['node-churn'], 'node churn'),
           onProgress: tty
             ? (done, total) =>
                 process.stderr.write(

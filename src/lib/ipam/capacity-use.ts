@@ -146,7 +146,7 @@ export function planInput(o: PlanOptions): PlanInput {
   }
 }
 
-function parseFraction(text: string, what: string): number {
+export function parseFraction(text: string, what: string): number {
   const n = /^(0(\.\d+)?|1(\.0+)?|\.\d+)$/.test(text.trim()) ? Number(text) : Number.NaN
   if (Number.isNaN(n))
     throw new ValidationError(`${what} must be a fraction from 0 to 1, e.g. 0.1 (got ${JSON.stringify(text)})`)
