@@ -109,6 +109,8 @@ describe('simulateCluster agrees with planCapacity', () => {
     ['nothing left to borrow: pods fail', input('10.0.0.0/25', 27, 6, 30, {churn: 0.1, nodeChurn: 0})],
     ['one node gets the last block, then borrows', input('10.0.0.0/24', 28, 7, 40)],
     ['strict affinity, with pod and node churn', input('10.0.0.0/24', 27, 10, 20, {strictAffinity: true, churn: 0.2})],
+    // Every node replaced, among them nodes none of whose pods got an address (they have no Node record).
+    ['strict affinity, every node replaced', input('10.0.0.0/26', 26, 3, 10, {strictAffinity: true, churn: 1})],
     ['block cap', input('10.0.0.0/24', 28, 3, 40, {strictAffinity: true, maxBlocksPerHost: 2})],
     [
       'cooldown during churn takes a second block',
