@@ -85,6 +85,14 @@ describe('ipam plan', {concurrency: true}, () => {
     )
     await assertRejected(sb, ['ipam', 'plan', '--pool', 'nope'], 3, /IP pool nope not found/)
   })
+
+  test('--pool on a store that does not exist: exit 3, nothing created (a read)', async () => {
+    const sb = sandbox()
+    const r = await sb.run('ipam', 'plan', '--pool', 'p')
+    assert.equal(r.status, 3)
+    assert.match(r.stderr, /does not exist; nothing was created/)
+    assert.equal(fs.existsSync(sb.db), false)
+  })
 })
 
 describe('pool create: capacity warning', {concurrency: true}, () => {
