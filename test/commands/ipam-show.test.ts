@@ -33,7 +33,10 @@ const BLOCK_B =
   '| Block    | 10.41.0.0/29 |                    8 |    3 (38%) |       0 (0%) |                     5 (62%) |'
 const POOL_V6 =
   '| IP Pool  | fd00:40::/64 | 18446744073709551616 |     0 (0%) |       0 (0%) | 18446744073709551616 (100%) |'
-const table = (...rows: string[]) => [BORDER, HEAD, BORDER, ...rows, BORDER, ''].join('\n')
+// The table is followed by one line: the blocks nobody has claimed yet, i.e. how many more nodes can claim one.
+const CLAIMABLE =
+  'Nodes that can still claim a block (unclaimed blocks): a 0 of 1, b 0 of 1, v6 288,230,376,151,711,744 of 288,230,376,151,711,744'
+const table = (...rows: string[]) => [BORDER, HEAD, BORDER, ...rows, BORDER, CLAIMABLE, ''].join('\n')
 
 describe('ipam show', {concurrency: true}, () => {
   test('plain: one IP Pool row per pool, exact counts (IPv6 total exact, not %.5g)', async () => {
@@ -152,6 +155,19 @@ describe('ipam show', {concurrency: true}, () => {
         '',
       ].join('\n'),
     )
+  })
+
+  test('the unclaimed-blocks line counts down as nodes claim blocks, and says so for a disabled pool', async () => {
+    const sb = sandbox()
+    await sb.ok('pool', 'create', 'p', '--cidr', '10.43.0.0/24', '--block-size', '26')
+    await sb.ok('pool', 'create', 'off', '--cidr', '10.44.0.0/24', '--disabled')
+    const line = async () => (await sb.ok('ipam', 'show')).trimEnd().split('\n').at(-1)
+    assert.equal(await line(), 'Nodes that can still claim a block (unclaimed blocks): off none (disabled), p 4 of 4')
+    await sb.ok('ipam', 'assign', '--host', 'n1')
+    await sb.ok('ipam', 'assign', '--host', 'n2')
+    assert.equal(await line(), 'Nodes that can still claim a block (unclaimed blocks): off none (disabled), p 2 of 4')
+    // JSON and YAML keep their shape: the line is for the table only.
+    assert.doesNotMatch(await sb.ok('ipam', 'show', '-o', 'json'), /claim/)
   })
 
   test("--show-borrowed: host B borrows from host A's only block (strict affinity off)", async () => {

@@ -4,6 +4,7 @@ import {BaseCommand, outputFlag} from '../../cli/base.js'
 import {render} from '../../cli/render.js'
 import {borrowedTable, configTable, utilizationTable} from '../../cli/views.js'
 import {loadConfig} from '../../lib/ipam/context.js'
+import {claimableLine, poolBlocks} from '../../lib/ipam/capacity-use.js'
 import {assertValidIpText, borrowedIps, ipStatus, type IpStatus, utilization} from '../../lib/ipam/query.js'
 
 export default class IpamShow extends BaseCommand {
@@ -45,8 +46,20 @@ export default class IpamShow extends BaseCommand {
         onProgress: progress && ((done, total) => progress.update('Reading blocks', done, total)),
       })
       progress?.clear()
-      // The bar column is for people at a terminal; piped output keeps calicoctl's exact table.
-      this.out(render(fmt, u, () => utilizationTable(u, flags['show-blocks'], {bars: process.stdout.isTTY === true})))
+      // The bar column is for people at a terminal; piped output keeps calicoctl's exact table, with one line
+      // after it (JSON and YAML stay as they were).
+      const claimable =
+        fmt === 'table'
+          ? `${claimableLine(await poolBlocks(ctx))}
+`
+          : ''
+      this.out(
+        render(
+          fmt,
+          u,
+          () => utilizationTable(u, flags['show-blocks'], {bars: process.stdout.isTTY === true}) + claimable,
+        ),
+      )
     }
   }
 }

@@ -5,6 +5,7 @@ import {readTextFile} from '../../lib/files.js'
 import {parsePoolManifest} from '../../lib/ipam/manifest.js'
 import {ALLOWED_USES, ASSIGNMENT_MODES, ENCAP_MODES, type AllowedUse, type PoolInput} from '../../lib/ipam/pool.js'
 import {createPools} from '../../lib/ipam/pool-admin.js'
+import {poolCapacityWarnings} from '../../lib/ipam/capacity-use.js'
 import {BaseCommand} from '../../cli/base.js'
 
 export default class PoolCreate extends BaseCommand {
@@ -77,8 +78,10 @@ Block size defaults to 26 for IPv4 and 122 for IPv6. With -f, every document is 
         },
       ]
     }
-    const created = await createPools(await this.ctx(flags), inputs)
+    const ctx = await this.ctx(flags)
+    const created = await createPools(ctx, inputs)
     for (const p of created)
       this.out(`Successfully created IP pool ${p.name} (${p.spec.cidr}, block size /${p.spec.blockSize})\n`)
+    for (const w of await poolCapacityWarnings(ctx, created)) process.stderr.write(`${w}\n`)
   }
 }
