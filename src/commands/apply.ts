@@ -2,7 +2,7 @@ import {BaseCommand} from '../cli/base.js'
 import {requiredFileFlag, summary} from '../cli/resources.js'
 import {readTextFile} from '../lib/files.js'
 import {parseManifest} from '../lib/ipam/manifest.js'
-import {writeResources} from '../lib/resources/write.js'
+import {writeResources, writtenPoolWarnings} from '../lib/resources/write.js'
 
 export default class Apply extends BaseCommand {
   static override storeMode = 'create' as const
@@ -20,6 +20,9 @@ An IPPool's CIDR and blockSize cannot change while blocks exist in it; disabled,
   async run(): Promise<void> {
     const {flags} = await this.parse(Apply)
     const objs = parseManifest(readTextFile(flags.file, 'manifest'), flags.file)
-    this.out(summary('applied', await writeResources(await this.ctx(flags), objs, 'apply')))
+    const ctx = await this.ctx(flags)
+    const outcomes = await writeResources(ctx, objs, 'apply')
+    this.out(summary('applied', outcomes))
+    for (const w of await writtenPoolWarnings(ctx, outcomes)) process.stderr.write(`${w}\n`)
   }
 }

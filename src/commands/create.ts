@@ -3,7 +3,7 @@ import {BaseCommand} from '../cli/base.js'
 import {requiredFileFlag, summary} from '../cli/resources.js'
 import {readTextFile} from '../lib/files.js'
 import {parseManifest} from '../lib/ipam/manifest.js'
-import {writeResources} from '../lib/resources/write.js'
+import {writeResources, writtenPoolWarnings} from '../lib/resources/write.js'
 
 export default class Create extends BaseCommand {
   static override storeMode = 'create' as const
@@ -19,7 +19,9 @@ export default class Create extends BaseCommand {
   async run(): Promise<void> {
     const {flags} = await this.parse(Create)
     const objs = parseManifest(readTextFile(flags.file, 'manifest'), flags.file)
-    const r = await writeResources(await this.ctx(flags), objs, 'create', {skipExists: flags['skip-exists']})
+    const ctx = await this.ctx(flags)
+    const r = await writeResources(ctx, objs, 'create', {skipExists: flags['skip-exists']})
     this.out(summary('created', r))
+    for (const w of await writtenPoolWarnings(ctx, r)) process.stderr.write(`${w}\n`)
   }
 }

@@ -2,7 +2,7 @@ import {BaseCommand} from '../cli/base.js'
 import {requiredFileFlag, summary} from '../cli/resources.js'
 import {readTextFile} from '../lib/files.js'
 import {parseManifest} from '../lib/ipam/manifest.js'
-import {writeResources} from '../lib/resources/write.js'
+import {writeResources, writtenPoolWarnings} from '../lib/resources/write.js'
 
 export default class Replace extends BaseCommand {
   static override storeMode = 'update' as const
@@ -17,6 +17,9 @@ export default class Replace extends BaseCommand {
   async run(): Promise<void> {
     const {flags} = await this.parse(Replace)
     const objs = parseManifest(readTextFile(flags.file, 'manifest'), flags.file)
-    this.out(summary('replaced', await writeResources(await this.ctx(flags), objs, 'replace')))
+    const ctx = await this.ctx(flags)
+    const outcomes = await writeResources(ctx, objs, 'replace')
+    this.out(summary('replaced', outcomes))
+    for (const w of await writtenPoolWarnings(ctx, outcomes)) process.stderr.write(`${w}\n`)
   }
 }

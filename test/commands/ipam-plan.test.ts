@@ -110,6 +110,25 @@ describe('pool create: capacity warning', {concurrency: true}, () => {
     assert.match(await sb.ok('pool', 'list'), /small/)
   })
 
+  test('apply warns the same way for a pool it creates, and not again when the pool is unchanged', async () => {
+    const sb = sandbox()
+    for (const n of ['n1', 'n2', 'n3']) await sb.ok('node', 'create', n)
+    const file = `${sb.dir}/pool.yaml`
+    fs.writeFileSync(
+      file,
+      'apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata:\n  name: small\nspec:\n  cidr: 10.60.0.0/25\n',
+    )
+    const first = await sb.run('apply', '-f', file)
+    assert.equal(first.status, 0, first.stderr)
+    assert.equal(
+      first.stderr,
+      'Warning: pool small (10.60.0.0/25) has 2 /26 blocks for 3 known nodes: 1 of them cannot claim a block of it (see ipamctl ipam plan --pool small)\n',
+    )
+    const again = await sb.run('apply', '-f', file)
+    assert.equal(again.status, 0, again.stderr)
+    assert.equal(again.stderr, '')
+  })
+
   test('no warning when every selected node can have a block, or the pool is disabled', async () => {
     const sb = sandbox()
     for (const n of ['n1', 'n2', 'n3']) await sb.ok('node', 'create', n)

@@ -6,6 +6,8 @@ import {type Ctx, withRetry, WriteBatch} from '../ipam/context.js'
 import {isObj, type ManifestObject, type Obj} from '../ipam/manifest.js'
 import {executeNodeRemoval, planNodeRemoval} from '../ipam/node-removal.js'
 import {decodePool, type Pool} from '../ipam/pool.js'
+import {poolCapacityWarnings} from '../ipam/capacity-use.js'
+import {listPools} from '../ipam/context.js'
 import {checkPoolChange, checkPoolPlacement, deletePool} from '../ipam/pool-admin.js'
 import {deleteReservation} from '../ipam/reservation.js'
 import {keys, parseBlockKey} from '../store/keys.js'
@@ -312,4 +314,21 @@ export function refsOf(objs: readonly ManifestObject[]): DeleteRef[] {
     if (!isObj(md) || typeof md.name !== 'string') throw new ValidationError(`${where}: metadata.name is required`)
     return {kind: info.kind, name: md.name}
   })
+}
+
+/**
+ * poolCapacityWarnings for the IPPools a write created or changed (apply, create, replace print them on stderr,
+ * as `pool create` does); pools the write left unchanged are not warned about again.
+ */
+export async function writtenPoolWarnings(ctx: Ctx, outcomes: readonly Outcome[]): Promise<string[]> {
+  const names = new Set(
+    outcomes
+      .filter((o) => o.kind === 'IPPool' && (o.result === 'created' || o.result === 'configured'))
+      .map((o) => o.name),
+  )
+  if (names.size === 0) return []
+  return poolCapacityWarnings(
+    ctx,
+    (await listPools(ctx)).filter((p) => names.has(p.name)),
+  )
 }
