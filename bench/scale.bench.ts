@@ -11,29 +11,21 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
-import {type Attribute, encodeBlock, newBlock} from '../src/lib/ipam/block.ts'
 import {autoAssign} from '../src/lib/ipam/autoassign.ts'
 import {makeCtx} from '../src/lib/ipam/context.ts'
 import {encodeNode, newNode} from '../src/lib/ipam/node.ts'
 import {createPools} from '../src/lib/ipam/pool-admin.ts'
 import {releaseByHandle} from '../src/lib/ipam/release.ts'
-import {encodeAffinity, encodeHandle} from '../src/lib/ipam/records.ts'
-import {formatIp, parseCidr, subnet} from '../src/lib/net/cidr.ts'
+import {parseCidr, subnet} from '../src/lib/net/cidr.ts'
 import {EtcdStore} from '../src/lib/store/etcd.ts'
 import {keys} from '../src/lib/store/keys.ts'
 import {SqliteStore} from '../src/lib/store/sqlite.ts'
 import type {Store} from '../src/lib/store/store.ts'
-import {
-  encodeWorkloadEndpoint,
-  endpointKey,
-  newWorkloadEndpoint,
-  workloadEndpointName,
-} from '../src/lib/workload/endpoint.ts'
 import {startAgentProc} from '../test/support/agent.ts'
 import {type EtcdCluster, startCluster} from '../test/support/etcd-cluster.ts'
 import {haveEtcd} from '../test/support/etcd-server.ts'
 import {runProcess} from '../test/support/process.ts'
-import {BulkWriter, benchCommit, median, timeMs} from './support.ts'
+import {BulkWriter, benchCommit, median, timeMs, writeWorkloadBlock} from './support.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const WRITE = process.argv.includes('--write')
@@ -136,43 +128,8 @@ async function seedScale(store: Store, w: BulkWriter, nodes: number): Promise<{a
     await w.put(keys.node(host), encodeNode(newNode(host, {'kubernetes.io/hostname': host}, now)))
     for (let k = 0; k * 64 < PODS; k++) {
       const cidr = subnet(pool, 26, BigInt(2 * i + k))
-      const b = newBlock(cidr, `host:${host}`, now, SEQ + BigInt(blocks))
       const inBlock = Math.min(64, PODS - k * 64)
-      const attributes: Attribute[] = []
-      for (let o = 0; o < inBlock; o++) {
-        const pod = `pod-${n}`
-        const containerId = `${n.toString(16).padStart(12, '0')}${'c'.repeat(52)}`
-        const handle = `k8s-pod-network.${containerId}`
-        attributes.push({
-          handle_id: handle,
-          secondary: {namespace: 'default', node: host, pod, timestamp: '2026-11-22 10:00:00.000000000 +0000 UTC'},
-        })
-        b.allocations[o] = o
-        b.sequenceNumberForAllocation.set(String(o), b.sequenceNumber)
-        await w.put(keys.handle(handle), encodeHandle(new Map([[`${formatIp(4, cidr.base)}/26`, 1]])))
-        const ip = formatIp(4, cidr.base + BigInt(o))
-        const name = workloadEndpointName({node: host, orchestrator: 'k8s', pod, containerId, ifName: 'eth0'})
-        const wep = newWorkloadEndpoint(
-          {
-            name,
-            namespace: 'default',
-            orchestrator: 'k8s',
-            node: host,
-            containerID: containerId,
-            pod,
-            endpoint: 'eth0',
-            ipNetworks: [`${ip}/32`],
-            interfaceName: `cali${n.toString(16).padStart(11, '0')}`,
-          },
-          now,
-        )
-        await w.put(endpointKey('default', name), encodeWorkloadEndpoint(wep))
-        n++
-      }
-      b.attributes = attributes
-      b.unallocated = b.unallocated.filter((o) => o >= inBlock)
-      await w.put(keys.block(cidr), encodeBlock(b))
-      await w.put(keys.affinity(host, cidr), encodeAffinity('confirmed'))
+      n = await writeWorkloadBlock(w, {host, cidr, seq: SEQ + BigInt(blocks), firstPod: n, pods: inBlock, now})
       blocks++
     }
   }

@@ -12,7 +12,7 @@ import {
   newWorkloadEndpoint,
   workloadEndpointName,
 } from '../src/lib/workload/endpoint.ts'
-import {formatIp, parseCidr, subnet} from '../src/lib/net/cidr.ts'
+import {type Cidr, formatIp, parseCidr, subnet} from '../src/lib/net/cidr.ts'
 import {keys} from '../src/lib/store/keys.ts'
 import type {Store, WriteOp} from '../src/lib/store/store.ts'
 
@@ -101,44 +101,59 @@ export async function seedFullCluster(store: Store, blocks: number, hosts: numbe
   for (let i = 0; i < blocks; i++) {
     const host = `node-${i % hosts}`
     const cidr = subnet(pool, 26, BigInt(i))
-    const b = newBlock(cidr, `host:${host}`, now, SEQ + BigInt(i))
-    const attributes: Attribute[] = []
-    for (let o = 0; o < 64; o++) {
-      const pod = `pod-${n}`
-      const containerId = `${n.toString(16).padStart(12, '0')}${'c'.repeat(52)}`
-      const handle = `k8s-pod-network.${containerId}`
-      attributes.push({
-        handle_id: handle,
-        secondary: {namespace: 'default', node: host, pod, timestamp: '2026-11-22 10:00:00.000000000 +0000 UTC'},
-      })
-      b.allocations[o] = o
-      b.sequenceNumberForAllocation.set(String(o), b.sequenceNumber)
-      await w.put(keys.handle(handle), encodeHandle(new Map([[`${formatIp(4, cidr.base)}/26`, 1]])))
-      const ip = formatIp(4, cidr.base + BigInt(o))
-      const name = workloadEndpointName({node: host, orchestrator: 'k8s', pod, containerId, ifName: 'eth0'})
-      const wep = newWorkloadEndpoint(
-        {
-          name,
-          namespace: 'default',
-          orchestrator: 'k8s',
-          node: host,
-          containerID: containerId,
-          pod,
-          endpoint: 'eth0',
-          ipNetworks: [`${ip}/32`],
-          interfaceName: `cali${n.toString(16).padStart(11, '0')}`,
-        },
-        now,
-      )
-      await w.put(endpointKey('default', name), encodeWorkloadEndpoint(wep))
-      n++
-    }
-    b.attributes = attributes
-    b.unallocated = []
-    await w.put(keys.block(cidr), encodeBlock(b))
-    await w.put(keys.affinity(host, cidr), encodeAffinity('confirmed'))
+    n = await writeWorkloadBlock(w, {host, cidr, seq: SEQ + BigInt(i), firstPod: n, pods: 64, now})
   }
   await w.done()
+  return n
+}
+
+/**
+ * One /26 block affine to `host` holding `pods` workload addresses (offsets 0…pods-1), written as the CNI plugin
+ * leaves them: per address a handle and a WorkloadEndpoint that lists it, and a confirmed affinity for the block.
+ * Pods are numbered from `firstPod` (pod names and container IDs derive from the number); returns the next number.
+ */
+export async function writeWorkloadBlock(
+  w: BulkWriter,
+  o: {host: string; cidr: Cidr; seq: bigint; firstPod: number; pods: number; now: Date},
+): Promise<number> {
+  const {host, cidr, now} = o
+  const b = newBlock(cidr, `host:${host}`, now, o.seq)
+  const attributes: Attribute[] = []
+  let n = o.firstPod
+  for (let off = 0; off < o.pods; off++) {
+    const pod = `pod-${n}`
+    const containerId = `${n.toString(16).padStart(12, '0')}${'c'.repeat(52)}`
+    const handle = `k8s-pod-network.${containerId}`
+    attributes.push({
+      handle_id: handle,
+      secondary: {namespace: 'default', node: host, pod, timestamp: '2026-11-22 10:00:00.000000000 +0000 UTC'},
+    })
+    b.allocations[off] = off
+    b.sequenceNumberForAllocation.set(String(off), b.sequenceNumber)
+    await w.put(keys.handle(handle), encodeHandle(new Map([[`${formatIp(4, cidr.base)}/26`, 1]])))
+    const ip = formatIp(4, cidr.base + BigInt(off))
+    const name = workloadEndpointName({node: host, orchestrator: 'k8s', pod, containerId, ifName: 'eth0'})
+    const wep = newWorkloadEndpoint(
+      {
+        name,
+        namespace: 'default',
+        orchestrator: 'k8s',
+        node: host,
+        containerID: containerId,
+        pod,
+        endpoint: 'eth0',
+        ipNetworks: [`${ip}/32`],
+        interfaceName: `cali${n.toString(16).padStart(11, '0')}`,
+      },
+      now,
+    )
+    await w.put(endpointKey('default', name), encodeWorkloadEndpoint(wep))
+    n++
+  }
+  b.attributes = attributes
+  b.unallocated = b.unallocated.filter((u) => u >= o.pods)
+  await w.put(keys.block(cidr), encodeBlock(b))
+  await w.put(keys.affinity(host, cidr), encodeAffinity('confirmed'))
   return n
 }
 
