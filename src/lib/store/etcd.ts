@@ -226,7 +226,9 @@ export class EtcdStore implements Store {
       launch()
     }).catch((err: unknown) => {
       if (err instanceof ValidationError) throw err
-      const msg = errText(err)
+      // gRPC's own deadline is the same instant as the overall timer and may fire first: either way the request
+      // was ended by the timeout, and says so in the same words.
+      const msg = /DEADLINE_EXCEEDED/.test(errText(err)) ? `no answer within ${timeoutMs / 1000} s` : errText(err)
       // etcd answered, and said no to the size: the request, not the server, is the problem.
       if (/too many operations in txn request/.test(msg)) {
         throw new ValidationError(
