@@ -24,7 +24,7 @@ const OUTSIDE: readonly {what: string; re: RegExp}[] = [
     ...['calico-reference', 'stack-and-style', 'measurements', 'cni-conformance'].map((n) => `${n}.md`),
   ].map((p) => ({what: `a path outside the repository (${p})`, re: new RegExp(esc(p))})),
   {what: 'a numbered section of an outside document', re: new RegExp(`${SECTION}\\s*\\d`)},
-  {what: 'a "Part X.n" section of an outside document', re: new RegExp(['\\bPart', '[A-Z]\\.\\d'].join(' '))},
+  {what: 'a lettered, numbered part of an outside document', re: new RegExp(['\\bPart', '[A-Z]\\.\\d'].join(' '))},
   {what: 'a numbered issue', re: new RegExp(['\\bissues?', '(item\\s+)?#?\\d'].join('\\s+'), 'i')},
 ]
 

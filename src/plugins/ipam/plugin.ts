@@ -13,7 +13,7 @@ import {acquireHostLock} from '../../lib/node-ipam/host-lock.js'
 import {datastoreSettingsFor} from '../../lib/node-ipam/datastore-settings.js'
 import {DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from '../../lib/node-ipam/netconf.js'
 import {determineNodename} from '../../lib/node-ipam/nodename.js'
-import {agentSocketFor, PluginDatastore} from '../../lib/node-ipam/plugin-datastore.js'
+import {agentSocketFor, PluginDatastore, type PluginVerb} from '../../lib/node-ipam/plugin-datastore.js'
 import type {CmdArgs, PluginFuncs} from '../../lib/cni/skel.js'
 
 /** IPAM's part of CNI GC on an open context, under the host lock: the addresses released. */
@@ -60,29 +60,18 @@ export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
   const clock = deps.clock ?? systemClock
   const withCtx = <T>(a: CmdArgs, conf: NetConf, mode: 'read' | 'update', fn: (ctx: Ctx) => Promise<T>) =>
     withPluginStore(open, a, conf, mode, clock, fn)
+  const viaDatastore = async <T>(a: CmdArgs, verb: PluginVerb, fn: (ds: PluginDatastore) => Promise<T>) => {
+    const req = ipamRequest(a, deps)
+    const settings = await datastoreSettingsFor(req.conf, a.getenv)
+    return PluginDatastore.using(req, settings, agentSocketFor(req.conf), {open, clock, verb}, fn)
+  }
   return {
     // With a per-node agent (ipamctl agent run) ADD and DEL go through it: no datastore client in this
     // process (etcd3 alone costs ~100 ms to load) and no race with the node's other ADDs. Without one, or when
     // it does not answer, the datastore is used directly with the same results (src/lib/node-ipam/plugin-datastore.ts).
-    async add(a) {
-      const req = ipamRequest(a, deps)
-      return PluginDatastore.using(
-        req,
-        await datastoreSettingsFor(req.conf, a.getenv),
-        agentSocketFor(req.conf),
-        {open, clock, verb: 'add'},
-        (ds) => ds.ipamAdd(),
-      )
-    },
+    add: (a) => viaDatastore(a, 'add', (ds) => ds.ipamAdd()),
     async del(a) {
-      const req = ipamRequest(a, deps)
-      await PluginDatastore.using(
-        req,
-        await datastoreSettingsFor(req.conf, a.getenv),
-        agentSocketFor(req.conf),
-        {open, clock, verb: 'del'},
-        (ds) => ds.ipamDel(),
-      )
+      await viaDatastore(a, 'del', (ds) => ds.ipamDel())
     },
     async check(a) {
       const req = ipamRequest(a, deps)
