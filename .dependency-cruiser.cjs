@@ -7,6 +7,7 @@ const LAYERS = [
   'src/cli', // the command base class, rendering, prompts
   'src/plugins/main', // the ipamctl-cni plugin (and `cni add|del|check` by hand)
   'src/plugins/ipam', // the ipamctl-ipam plugin
+  'src/lib/install', // cni install/uninstall: the self-contained plugin runtime under a prefix
   'src/lib/agent', // the per-node agent daemon
   'src/lib/resources', // projectcalico.org/v3 resources: get/apply/patch/label, export/import
   'src/lib/node-ipam', // the node-level IPAM service shared by the plugins and the agent

@@ -3,7 +3,6 @@
 // CLI's datastore settings.
 import fs from 'node:fs'
 import path from 'node:path'
-import {packageRoot} from '../../lib/package-root.js'
 import {randomHex} from '../../lib/random.js'
 import {
   DatastoreUnavailableError,
@@ -350,37 +349,4 @@ export async function manualCheck(req: ManualRequest): Promise<void> {
     prevResult: {cniVersion: '1.0.0', ips: wep.ipNetworks.map((address) => ({address}))},
   }
   await run(() => plugin(req).check!(cmdArgs(req, 'CHECK', withPrev, ifName)))
-}
-
-/** Install the plugin executables into a CNI bin directory as symlinks to this installation. */
-export function installPlugins(
-  dir: string,
-  opts: {asCalico: boolean; force: boolean},
-): {name: string; target: string}[] {
-  const binDir = path.join(packageRoot(), 'bin')
-  const plan = [
-    {name: opts.asCalico ? 'calico' : 'ipamctl-cni', target: path.join(binDir, 'ipamctl-cni.cjs')},
-    {name: opts.asCalico ? 'calico-ipam' : 'ipamctl-ipam', target: path.join(binDir, 'ipamctl-ipam.cjs')},
-  ]
-  // Every destination is checked before anything is written: a refusal must not leave one plugin installed.
-  const present = plan.map((p) => path.join(dir, p.name)).filter((dest) => fs.existsSync(dest) || isSymlink(dest))
-  if (present.length > 0 && !opts.force)
-    throw new ValidationError(
-      `${present.join(' and ')} already exist${present.length === 1 ? 's' : ''}; pass --force to replace ${present.length === 1 ? 'it' : 'them'}`,
-    )
-  fs.mkdirSync(dir, {recursive: true})
-  for (const p of plan) {
-    const dest = path.join(dir, p.name)
-    if (present.includes(dest)) fs.rmSync(dest)
-    fs.symlinkSync(p.target, dest)
-  }
-  return plan
-}
-
-function isSymlink(p: string): boolean {
-  try {
-    return fs.lstatSync(p).isSymbolicLink()
-  } catch {
-    return false
-  }
 }
