@@ -4,7 +4,7 @@ import {execFileSync, spawnSync} from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import {describe, test} from 'node:test'
-import {ROOT, sandbox} from './helpers.ts'
+import {sandbox} from './helpers.ts'
 
 const canNetns = process.getuid?.() === 0 && spawnSync('ip', ['netns', 'list']).status === 0
 const skip = canNetns ? false : 'needs root and ip netns'
@@ -69,18 +69,24 @@ describe('cni commands (netns integration)', {skip}, () => {
   test('install links the plugins into a CNI bin directory, under calico names with --as-calico', async () => {
     const sb = sandbox()
     const dir = path.join(sb.dir, 'cni-bin')
-    await sb.ok('cni', 'install', '--dir', dir)
-    assert.equal(fs.realpathSync(path.join(dir, 'ipamctl-cni')), path.join(ROOT, 'bin/ipamctl-cni.cjs'))
-    assert.equal(fs.realpathSync(path.join(dir, 'ipamctl-ipam')), path.join(ROOT, 'bin/ipamctl-ipam.cjs'))
-    const again = await sb.run('cni', 'install', '--dir', dir)
-    assert.equal(again.status, 2)
-    assert.match(again.stderr, /ipamctl-cni and \S+ipamctl-ipam already exist; pass --force to replace them\n$/)
-    await sb.ok('cni', 'install', '--dir', dir, '--as-calico')
+    const prefix = path.join(sb.dir, 'opt-ipamctl')
+    fs.mkdirSync(dir)
+    fs.writeFileSync(path.join(dir, 'calico-ipam'), "the operator's calico-ipam")
+    await sb.ok('cni', 'install', '--dir', dir, '--prefix', prefix)
+    assert.equal(fs.readlinkSync(path.join(dir, 'ipamctl-cni')), path.join(prefix, 'current/bin/ipamctl-cni'))
+    assert.equal(fs.readlinkSync(path.join(dir, 'ipamctl-ipam')), path.join(prefix, 'current/bin/ipamctl-ipam'))
+    const again = await sb.run('cni', 'install', '--dir', dir, '--prefix', prefix, '--as-calico')
+    assert.equal(again.status, 4)
+    assert.match(again.stderr, /calico-ipam already exists and is not ipamctl's; pass --force to replace it\n$/)
+    await sb.ok('cni', 'install', '--dir', dir, '--prefix', prefix, '--as-calico', '--force')
     const version = execFileSync(path.join(dir, 'calico-ipam'), {
       env: {...process.env, CNI_COMMAND: 'VERSION'},
       input: '',
       encoding: 'utf8',
     })
     assert.match(version, /"supportedVersions"/)
+    await sb.ok('cni', 'uninstall', '--prefix', prefix)
+    assert.deepEqual(fs.readdirSync(dir), [])
+    assert.equal(fs.existsSync(prefix), false)
   })
 })
