@@ -58,14 +58,15 @@ const mtime = (file) => fs.statSync(file, {throwIfNoEntry: false})?.mtimeMs
 /**
  * Whether to run bundle `file`: true, or false when IPAMCTL_UNBUNDLED=1 asks for the tsc output instead. A
  * missing bundle, or one older than the tsc output, ends the process with one line on stderr rather than run
- * code other than what ships (docs/startup.md#which-code-runs). Equal times pass: npm gives every file of an
- * installed package the same mtime.
+ * code other than what ships (docs/startup.md#which-code-runs). Equal times pass.
  */
 exports.useBundle = (file) => {
   if (process.env.IPAMCTL_UNBUNDLED === '1') return false
   const built = mtime(file)
   if (built === undefined) exports.stop(`the bundle ${file} is missing: run npm run build`)
-  if (built < (mtime(TSC_STAMP) ?? -1))
+  // Only a checkout (with src/) can have a stale bundle: npm may give the files of an installed package any order
+  // of times as it extracts them, and the package has no src/ to have compiled from.
+  if (built < (mtime(TSC_STAMP) ?? -1) && mtime(path.join(dist, '..', 'src')) !== undefined)
     exports.stop(
       `the bundle ${file} is stale (older than the tsc output): run npm run build, or set IPAMCTL_UNBUNDLED=1 to run the tsc output`,
     )

@@ -21,12 +21,16 @@ const BUNDLES = {
 type Bin = keyof typeof BUNDLES
 const STAMP = 'dist/lib/errors.js'
 
-/** A scratch package: the real bins, stand-in bundles that say who ran, and a tsc output with its own entry. */
+/**
+ * A scratch checkout: the real bins, stand-in bundles that say who ran, a tsc output with its own entry, and a src/
+ * (an installed package has none: see "an installed package").
+ */
 function pkg(): string {
   const dir = fs.mkdtempSync(path.join(tmp, 'pkg-'))
   fs.cpSync(path.join(ROOT, 'bin'), path.join(dir, 'bin'), {recursive: true})
   const files: Record<string, string> = {
     'package.json': JSON.stringify({name: 'ipamctl', version: '0.0.0', type: 'module', oclif: {}}),
+    'src/lib/errors.ts': 'export class IpamError extends Error {}\n',
     [STAMP]: 'export class IpamError extends Error {}\n',
     'dist/lib/main.js': "export async function main() { process.stdout.write('tsc output\\n'); return 0 }\n",
     'dist/cni/entries.json': JSON.stringify({'ipamctl-ipam': 'lib/main.js', 'ipamctl-cni': 'lib/main.js'}),
@@ -83,6 +87,13 @@ describe('which code the bins run', () => {
           'or set IPAMCTL_UNBUNDLED=1 to run the tsc output\n',
       )
     }
+  })
+
+  test('an installed package (no src/) runs its bundles whatever order of times npm extracted them in', () => {
+    const dir = pkg()
+    fs.rmSync(path.join(dir, 'src'), {recursive: true})
+    setTime(dir, 1_000_000, ...Object.values(BUNDLES))
+    for (const bin of ALL) assert.deepEqual(run(dir, bin), {status: 0, stdout: 'bundle\n', stderr: ''}, bin)
   })
 
   test('a missing bundle stops the bin with one line', () => {

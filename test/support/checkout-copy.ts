@@ -9,7 +9,7 @@ import {ROOT} from '../commands/helpers.ts'
 export function copyCheckout(dest: string, opts: {version?: string} = {}): string {
   fs.mkdirSync(dest, {recursive: true})
   const present = (f: string) => fs.existsSync(path.join(ROOT, f))
-  const copied = ['bin', 'dist', 'man', 'package.json', 'oclif.manifest.json'].filter(present)
+  const copied = ['bin', 'dist', 'man', 'scripts', 'package.json', 'oclif.manifest.json'].filter(present)
   execFileSync('cp', ['-a', ...copied.map((f) => path.join(ROOT, f)), dest])
   for (const f of ['node_modules', 'native'])
     try {

@@ -68,13 +68,14 @@ export function runtimeFiles(root: string): RuntimeFile[] {
     }
   const seen = new Set<string>()
   for (const [name, files] of Object.entries(ADDON_FILES)) {
-    const dir = findPackage(name, root, root)
+    // Resolved as the bundles resolve it: a packed package carries these in dist/node_modules (scripts/vendor-addons.mjs).
+    const dir = findPackage(name, path.join(root, 'dist', 'cni'), root)
     const to = path.relative(root, dir)
     seen.add(dir)
     out.push({from: path.join(dir, 'package.json'), to: path.join(to, 'package.json')})
     for (const f of files) filesUnder(dir, f, out, to, true)
   }
-  const queue: [string, string][] = WHOLE_PACKAGES.map((n) => [n, root])
+  const queue: [string, string][] = WHOLE_PACKAGES.map((n) => [n, path.join(root, 'dist', 'cni')])
   while (queue.length > 0) {
     const [name, from] = queue.shift()!
     const dir = findPackage(name, from, root)
