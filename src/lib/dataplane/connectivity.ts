@@ -10,8 +10,6 @@ import {type ChildProcess, spawn} from 'node:child_process'
 import {closeSync, openSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import net from 'node:net'
-import path from 'node:path'
-import {packageRoot} from '../package-root.js'
 import {type Family, tryParseIp} from '../net/cidr.js'
 import {DataplaneError, NetnsNotFoundError} from './errors.js'
 import {isHostLinkMarker} from './names.js'
@@ -91,7 +89,8 @@ async function podProber(party: Party): Promise<Prober> {
       stdio: ['pipe', 'pipe', 'pipe', fd],
       env: {
         PATH: process.env.PATH,
-        IPAMCTL_NETNS_MODULE: createRequire(path.join(packageRoot(), 'package.json')).resolve('netns'),
+        // From this file, as its bundle resolves packages: an npm-installed package has netns in dist/node_modules.
+        IPAMCTL_NETNS_MODULE: createRequire(import.meta.url).resolve('netns'),
         IPAMCTL_PROBE_ADDRESSES: JSON.stringify(party.addresses),
       },
     })
