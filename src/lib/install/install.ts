@@ -46,7 +46,7 @@ export function readManifest(prefix: string): Manifest | undefined {
 }
 
 /** A file made under a temporary name next to `dest`, then renamed over it: readers see the old or the new one. */
-function replaceAtomically(dest: string, make: (tmp: string) => void): void {
+export function replaceAtomically(dest: string, make: (tmp: string) => void): void {
   const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.ipamctl-${randomHex(6)}`)
   try {
     make(tmp)
