@@ -9,7 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {after, before, describe, it} from 'node:test'
 import {ensureBuilt, ROOT} from '../commands/helpers.ts'
-import {copyCheckout} from '../support/checkout-copy.ts'
+import {packCopy} from '../support/checkout-copy.ts'
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-pack-'))
 after(() => fs.rmSync(tmp, {recursive: true, force: true}))
@@ -29,15 +29,7 @@ describe('npm pack', () => {
   let tarball: string
   before(() => {
     ensureBuilt()
-    const copy = copyCheckout(path.join(tmp, 'checkout'))
-    // What prepack does; --ignore-scripts skips prepare (npm run build), done already by ensureBuilt.
-    execFileSync(process.execPath, [path.join(copy, 'scripts', 'vendor-addons.mjs')])
-    const name = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', tmp], {
-      cwd: copy,
-      encoding: 'utf8',
-    }).trim()
-    tarball = path.join(tmp, name)
-    fs.rmSync(copy, {recursive: true, force: true})
+    tarball = packCopy(tmp)
     fs.mkdirSync(toolDir)
     fs.symlinkSync(process.execPath, path.join(toolDir, 'node'))
     fs.symlinkSync('/bin/sh', path.join(toolDir, 'sh'))

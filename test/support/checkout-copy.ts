@@ -45,3 +45,19 @@ export function listing(dir: string): string[] | 'absent' {
   walk(dir)
   return out
 }
+
+/**
+ * `npm pack` of a copy of this built checkout (with `version` if given) into `destDir`: prepack's step
+ * (scripts/vendor-addons.mjs) run by hand, and --ignore-scripts to skip prepare's `npm run build`, which
+ * ensureBuilt has done. Returns the tarball's path.
+ */
+export function packCopy(destDir: string, version?: string): string {
+  const copy = copyCheckout(fs.mkdtempSync(path.join(destDir, 'checkout-')), {version})
+  execFileSync(process.execPath, [path.join(copy, 'scripts', 'vendor-addons.mjs')])
+  const name = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', destDir], {
+    cwd: copy,
+    encoding: 'utf8',
+  }).trim()
+  fs.rmSync(copy, {recursive: true, force: true})
+  return path.join(destDir, name)
+}

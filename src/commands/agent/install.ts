@@ -3,7 +3,7 @@ import {BaseCommand} from '../../cli/base.js'
 import {DEFAULT_AGENT_SOCKET} from '../../lib/agent-client/protocol.js'
 import {DEFAULT_UNIT_DIR, renderAgentUnit, writeAgentUnit} from '../../lib/install/agent-unit.js'
 import {localNodename} from '../../lib/node-ipam/nodename.js'
-import {packageRoot, packageVersion} from '../../lib/package-root.js'
+import {packageRoot} from '../../lib/package-root.js'
 
 export default class AgentInstall extends BaseCommand {
   static override summary = 'Write the systemd unit that runs the per-node agent (ipamctl-agent.service).'
@@ -30,7 +30,6 @@ export default class AgentInstall extends BaseCommand {
       socket: flags.socket,
       settings: this.settings(flags),
       ipamctl: [process.execPath, `${packageRoot()}/bin/run.cjs`],
-      version: packageVersion(),
     })
     if (flags['dry-run']) {
       this.out(text)

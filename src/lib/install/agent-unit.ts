@@ -17,7 +17,6 @@ export interface AgentUnitInput {
   settings: DatastoreSettings
   /** The command that runs `ipamctl`: the node binary and the package's bin/run.cjs. */
   ipamctl: readonly string[]
-  version: string
 }
 
 /** One ExecStart word, quoted for systemd: `%` and `$` would be specifiers and variables there. */
@@ -55,7 +54,7 @@ export function renderAgentUnit(i: AgentUnitInput): string {
   const {args, env} = datastoreArgs(i.settings)
   const exec = [...i.ipamctl, 'agent', 'run', '--node', i.node, '--socket', i.socket, ...args]
   return [
-    `# Written by ipamctl agent install (ipamctl ${i.version}). Rewrite it with the same command; see README.md.`,
+    '# Written by ipamctl agent install; rewrite it with the same command (README.md "Installing on nodes").',
     '[Unit]',
     'Description=ipamctl per-node IPAM agent',
     'After=network-online.target',
