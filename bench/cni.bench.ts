@@ -11,11 +11,13 @@
 // ipamctl-cni, 10.195.0.0/16 for ptp). Needs root, iproute2 and containernetworking-plugins.
 //
 // Environment: BENCH_RUNS (default 30); BENCH_BASELINE=<dir> adds rows for another build's bin/ (before/after).
+// The "(installed)" rows run the plugins as `ipamctl cni install` installs them (in this run's temp dir).
 import {execFileSync, spawnSync} from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {install} from '../src/lib/install/install.ts'
 import {makeCtx} from '../src/lib/ipam/context.ts'
 import {createPools} from '../src/lib/ipam/pool-admin.ts'
 import {SqliteStore} from '../src/lib/store/sqlite.ts'
@@ -273,6 +275,50 @@ const rows: Row[] = [
     (i) => nsDel(nsName('ptp', i)),
   ),
 ]
+
+// The plugins as `ipamctl cni install` installs them on a node (src/lib/install/install.ts): exec'd through the CNI
+// bin entry (a symlink to `current`, whose bin has a #! line naming the runtime's own copy of node), beside the
+// checkout's rows above in the same run. README.md "Installing on nodes" says what is installed.
+{
+  const installedBin = path.join(dir, 'installed-cni-bin')
+  install({
+    source: ROOT,
+    version: 'bench',
+    prefix: path.join(dir, 'installed'),
+    dir: installedBin,
+    asCalico: false,
+    force: false,
+    node: NODE,
+  })
+  const ipamBin = path.join(installedBin, 'ipamctl-ipam')
+  const cniBin = path.join(installedBin, 'ipamctl-cni')
+  rows.push(
+    ...addDel(
+      '(installed) `ipamctl-ipam`',
+      (i) =>
+        added(
+          'installed ipamctl-ipam ADD',
+          run(ipamBin, [], cniEnv('ADD', `inst-ipam-${i}`, '/var/run/netns/unused'), IPAM_CONF),
+          '10.194.',
+        ),
+      (i) => run(ipamBin, [], cniEnv('DEL', `inst-ipam-${i}`, ''), IPAM_CONF),
+      undefined,
+    ),
+    ...addDel(
+      '(installed) `ipamctl-cni` full wiring',
+      (i) =>
+        added(
+          'installed ipamctl-cni ADD',
+          run(cniBin, [], cniEnv('ADD', `inst-cni-${i}`, `/var/run/netns/${nsName('inst', i)}`), CNI_CONF),
+          '10.194.',
+        ),
+      (i) => run(cniBin, [], cniEnv('DEL', `inst-cni-${i}`, `/var/run/netns/${nsName('inst', i)}`), CNI_CONF),
+      undefined,
+      (i) => nsAdd(nsName('inst', i)),
+      (i) => nsDel(nsName('inst', i)),
+    ),
+  )
+}
 
 // Optional: another build of ipamctl (a directory with bin/ipamctl-ipam.cjs and bin/ipamctl-cni.cjs, e.g. a copy of
 // an older dist/ and bin/ with node_modules linked) measured in the same run, for before/after comparisons.
