@@ -44,7 +44,7 @@ describe('cni install on a node', {skip: SKIP}, () => {
     const before = {dir: listing(dir), prefix: listing(prefix)}
 
     const db = path.join(tmp, 'ipam.db')
-    ok(await cli(ROOT, 'pool', 'create', 'p', '--cidr', '10.197.40.0/24', '--datastore-path', db), 'pool create')
+    ok(await cli(ROOT, 'pool', 'create', 'p', '--cidr', '10.192.40.0/24', '--datastore-path', db), 'pool create')
     const confDir = path.join(tmp, 'net.d')
     fs.mkdirSync(confDir)
     const plugin = {
