@@ -86,7 +86,7 @@ describe('cni install on a node', {skip: SKIP}, () => {
     const pod = newNs('pod')
     const added = JSON.parse(ok(await cnitool('add', pod), 'cnitool add')) as {ips: {address: string}[]}
     const address = added.ips[0]!.address.split('/')[0]!
-    assert.match(address, /^10\.197\.40\./)
+    assert.match(address, /^10\.192\.40\./)
     assert.deepEqual(podAddrs(pod), [address])
     ok(await cnitool('del', pod), 'cnitool del')
 
