@@ -95,8 +95,7 @@ export class LogFile implements LogSink {
 
   private fail(what: string): void {
     this.failed = true
-    if (this.fd >= 0) fs.closeSync(this.fd)
-    this.fd = -1
+    this.close()
     this.opts.onFailure?.(what)
   }
 
@@ -143,8 +142,13 @@ export class LogFile implements LogSink {
     this.reopen()
   }
 
+  /** Never throws: logging never fails the caller. */
   close(): void {
-    if (this.fd >= 0) fs.closeSync(this.fd)
+    try {
+      if (this.fd >= 0) fs.closeSync(this.fd)
+    } catch {
+      /* already gone */
+    }
     this.fd = -1
   }
 }

@@ -113,7 +113,7 @@ export function createLogger(o: LoggerOptions): Logger {
   const json = (level: Level, msg: string, fields: Fields | undefined): string => {
     const obj: Record<string, unknown> = {time: now().toISOString(), level, pid, component: o.component}
     for (const [k, v] of Object.entries({...o.context, msg, ...fields}))
-      if (v !== undefined && !(k in obj)) obj[k] = k === 'msg' ? v : value(k, v)
+      if (v !== undefined && !(k in obj)) obj[k] = k !== 'msg' && SECRET_NAME.test(k) ? REDACTED : v
     return `${encodeJson(obj)}\n`
   }
   const format = o.format === 'json' ? json : text
