@@ -35,6 +35,7 @@ import {tryParseIp} from '../../lib/net/cidr.js'
 import {systemClock} from '../../lib/clock.js'
 import type {CniResult} from '../../lib/cni/result.js'
 import type {CmdArgs} from '../../lib/cni/skel.js'
+import {cniLogger, DEFAULT_CNI_LOG_FILE} from '../../lib/log/cni.js'
 
 export type FamilyChoice = 'ipv4' | 'ipv6' | 'dual'
 
@@ -64,6 +65,12 @@ export interface ManualRequest {
 
 export const DEFAULT_NETWORK = 'k8s-pod-network'
 const DEFAULT_CONF = {cniVersion: '1.0.0', name: DEFAULT_NETWORK, type: 'ipamctl-cni', ipam: {type: 'ipamctl-ipam'}}
+/**
+ * The log file of the default netconf (without --conf): the plugins' (docs/logging.md), so that `cni logs` tells
+ * a hand-wired pod's story too. IPAMCTL_CNI_LOG_FILE overrides it ('' for none; the tests point it into their
+ * sandbox). A --conf logs where it says, as the plugin would.
+ */
+export const defaultConfLogFile = (): string => process.env.IPAMCTL_CNI_LOG_FILE ?? DEFAULT_CNI_LOG_FILE
 /** Where delegated IPAM plugins are looked for when CNI_PATH is unset: the runtime default, then Debian's. */
 export const DEFAULT_CNI_PATH = '/opt/cni/bin:/usr/lib/cni'
 const MIN_MTU = 68
@@ -100,7 +107,7 @@ function validate(req: ManualRequest): void {
 }
 
 function loadConf(req: ManualRequest, families: FamilyChoice | undefined): Record<string, unknown> {
-  let conf: Record<string, unknown> = {...DEFAULT_CONF}
+  let conf: Record<string, unknown> = {...DEFAULT_CONF, log_file_path: defaultConfLogFile() || undefined}
   if (req.confFile) {
     const text = readTextFile(req.confFile, 'netconf')
     try {
@@ -235,6 +242,20 @@ function cmdArgs(
     CNI_PATH: cniPath,
   }
   const data = JSON.stringify(config)
+  // The plugin's log file and level (its netconf's log_* keys). The command's stderr keeps plain lines: the
+  // plugin's `log` lines as before, and the logger's warnings and errors as `warning: …` / `error: …`.
+  const {logger} = cniLogger({
+    config,
+    getenv: (n) => env[n],
+    plugin: 'ipamctl', // `ipamctl ADD …`: by hand, not by a runtime
+    stderr: {
+      write: (line) => {
+        const level = /^\S+ \[(WARNING|ERROR)\]/.exec(line)?.[1]
+        if (level) req.log?.(`${level.toLowerCase()}: ${line.slice(line.indexOf(': ') + 2, -1)}`)
+      },
+    },
+    env,
+  })
   return {
     command,
     containerId,
@@ -246,7 +267,11 @@ function cmdArgs(
     config,
     cniVersion: typeof config.cniVersion === 'string' ? config.cniVersion : '0.2.0',
     getenv: (n) => env[n],
-    log: req.log ?? (() => {}),
+    log: (line) => {
+      req.log?.(line)
+      logger.info(line)
+    },
+    logger,
   }
 }
 
