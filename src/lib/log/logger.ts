@@ -160,7 +160,15 @@ export function redactSecrets(obj: unknown): unknown {
 /** A logger that writes nothing (tests, and callers that were given none). */
 export const silentLogger: Logger = createLogger({level: 'error', component: '', sinks: []})
 
-/** A plain line-callback as a logger: every message at `info` and up as its text (the callers that predate levels). */
+/**
+ * A plain line-callback as a logger (the callers that predate levels): each message at `level` and up as its
+ * text with its fields, prefixed `warning: ` or `error: ` above info.
+ */
 export function lineLogger(log: (line: string) => void, level: Level = 'info'): Logger {
-  return createLogger({level, component: '', sinks: [{write: (l) => log(l.slice(l.indexOf(': ') + 2, -1))}]})
+  const write = (l: string) => {
+    const lv = /^\S+ \[([A-Z]+)\]/.exec(l)?.[1]
+    const text = l.slice(l.indexOf('] : ') + 4, -1)
+    log(lv === 'WARNING' || lv === 'ERROR' ? `${lv.toLowerCase()}: ${text}` : text)
+  }
+  return createLogger({level, component: '', sinks: [{write}]})
 }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
 import {cniLogger, logSettingsFrom, podOf} from '../../../src/lib/log/cni.ts'
-import {createLogger, type Level, parseLevel, REDACTED} from '../../../src/lib/log/logger.ts'
+import {createLogger, type Level, lineLogger, parseLevel, REDACTED} from '../../../src/lib/log/logger.ts'
 
 const at = () => new Date('2026-01-02T03:04:05.678Z')
 
@@ -137,4 +137,18 @@ test('the plugin logger: pod from CNI_ARGS, a bad log_level is one warning on st
   assert.equal(err.length, 2)
   assert.match(err[0]!, /\[WARNING\].* ipamctl-ipam DEL container=c1 pod=a\/b: netconf log_level "loud"/)
   assert.match(err[1]!, /\[INFO\].*: released addresses\n$/)
+})
+
+test('lineLogger: a line callback as a logger, warnings and errors marked, fields kept, secrets still redacted', () => {
+  const got: string[] = []
+  const log = lineLogger((l) => got.push(l))
+  log.debug('hidden')
+  log.info('assigned addresses', {ips: ['10.0.0.1/26'], etcd_password: 'x'})
+  log.warn('agent did not answer')
+  log.error('boom')
+  assert.deepEqual(got, [
+    `assigned addresses ips=10.0.0.1/26 etcd_password=${REDACTED}`,
+    'warning: agent did not answer',
+    'error: boom',
+  ])
 })
