@@ -121,7 +121,10 @@ export class PluginDatastore {
     private readonly open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>,
     private readonly clock: Clock,
     private readonly verb: PluginVerb,
-  ) {}
+  ) {
+    // A password from an ipamctl_config file is known only now: it must never reach the log either.
+    req.logger.addSecret(settings.etcdPassword)
+  }
 
   /** The datastore itself, opened once, on first need; undefined for a DEL on an embedded store that does not exist. */
   async direct(): Promise<Ctx | undefined> {
