@@ -49,3 +49,61 @@ test('cni add and del log block, addresses, interface and routes, record; cni lo
     spawnSync('ip', ['netns', 'del', ns])
   }
 })
+
+test('a failed ADD after IPAM logs the rollback and why, and the release of its addresses', {
+  skip: canNetns ? false : 'needs root and ip netns',
+}, async () => {
+  const sb = sandbox()
+  const ns = `ipamctl-logrb-${process.pid}`
+  const file = path.join(sb.dir, 'rb', 'cni.log')
+  try {
+    await sb.ok('pool', 'create', 'p', '--cidr', '10.196.1.0/24')
+    // The MTU is checked by the wiring, after IPAM has assigned the address: the ADD is rolled back.
+    const conf = sb.file(
+      'bad-mtu.conf',
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'k8s-pod-network',
+        type: 'ipamctl-cni',
+        mtu: 70000,
+        log_file_path: file,
+        ipam: {type: 'ipamctl-ipam'},
+      }),
+    )
+    const r = await sb.run(
+      'cni',
+      'add',
+      '--netns',
+      ns,
+      '--create-netns',
+      '--pod',
+      'web-1',
+      '--namespace',
+      'demo',
+      '--node',
+      'n1',
+      '--conf',
+      conf,
+    )
+    assert.notEqual(r.status, 0)
+    assert.match(r.stderr, /warning: ADD failed after IPAM, rolling back: invalid MTU 70000/)
+    const story = await sb.run('cni', 'logs', '--pod', 'demo/web-1', '--log-file', file)
+    const lines = story.stdout.split('\n').filter(Boolean)
+    const i = lines.findIndex((l) =>
+      /\[WARNING\].*: ADD failed after IPAM, rolling back: invalid MTU 70000 endpoint_written=false interface_created=false ips=10\.196\.1\.\d+\/26$/.test(
+        l,
+      ),
+    )
+    assert.ok(i > 0, story.stdout)
+    assert.match(lines[i + 1]!, /\[INFO\].*: released addresses ips=10\.196\.1\.\d+ /)
+    assert.match(lines[i + 2]!, /\[INFO\].*: rolled back the failed ADD$/)
+    assert.match(lines[i + 3]!, /\[ERROR\].*: invalid MTU 70000 code=\d+$/, 'the error the command failed with')
+    assert.deepEqual(
+      sb.keys().filter((k) => k.includes('/handle/')),
+      [],
+      'the address was released',
+    )
+  } finally {
+    spawnSync('ip', ['netns', 'del', ns])
+  }
+})

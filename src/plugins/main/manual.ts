@@ -243,15 +243,14 @@ function cmdArgs(
   }
   const data = JSON.stringify(config)
   // The plugin's log file and level (its netconf's log_* keys). The command's stderr keeps plain lines: the
-  // plugin's `log` lines as before, and the logger's warnings and errors as `warning: …` / `error: …`.
+  // plugin's `log` lines as before, and the logger's warnings as `warning: …` (errors: the command prints its own).
   const {logger} = cniLogger({
     config,
     getenv: (n) => env[n],
     plugin: 'ipamctl', // `ipamctl ADD …`: by hand, not by a runtime
     stderr: {
       write: (line) => {
-        const level = /^\S+ \[(WARNING|ERROR)\]/.exec(line)?.[1]
-        if (level) req.log?.(`${level.toLowerCase()}: ${line.slice(line.indexOf(': ') + 2, -1)}`)
+        if (/^\S+ \[WARNING\]/.test(line)) req.log?.(`warning: ${line.slice(line.indexOf(': ') + 2, -1)}`)
       },
     },
     env,
@@ -275,13 +274,17 @@ function cmdArgs(
   }
 }
 
-/** Run one operation, turning CNI errors into the CLI's typed errors' shape (message kept). */
-async function run<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * Run one operation, turning CNI errors into the CLI's typed errors' shape (message kept). The error goes into
+ * the plugin's log first, as the plugin's own does (docs/logging.md).
+ */
+async function run<T>(a: CmdArgs, fn: (a: CmdArgs) => Promise<T>): Promise<T> {
   try {
-    return await fn()
+    return await fn(a)
   } catch (err) {
-    if (err instanceof Error && 'exitCode' in err) throw err
     const c = toCniError(err)
+    a.logger?.error(c.details ? `${c.msg}: ${c.details}` : c.msg, {code: c.code})
+    if (err instanceof Error && 'exitCode' in err) throw err
     const text = `CNI error ${c.code}: ${c.msg}${c.details ? ` (${c.details})` : ''}`
     if (c.code === CNI_ERR.tryAgainLater) throw new DatastoreUnavailableError(text)
     if (
@@ -319,7 +322,7 @@ export async function manualAdd(req: ManualRequest): Promise<ManualAddResult> {
     const conf = loadConf(req, await familiesFor(req))
     const ifName = await ifNameFor(req, 'ADD', conf)
     const a = cmdArgs(req, 'ADD', conf, ifName)
-    return {containerId: a.containerId, ifName, result: await run(() => plugin(req).add(a)), createdNetns}
+    return {containerId: a.containerId, ifName, result: await run(a, (x) => plugin(req).add(x)), createdNetns}
   } catch (err) {
     // The namespace is this call's: a failed ADD must not leave it behind (the plugin has undone its own part).
     if (createdNetns)
@@ -342,7 +345,7 @@ export async function manualDel(req: ManualRequest): Promise<ManualDelResult> {
   const conf = loadConf(req, undefined)
   const ifName = await ifNameFor(req, 'DEL', conf)
   const a = cmdArgs(req, 'DEL', conf, ifName)
-  await run(() => plugin(req).del(a))
+  await run(a, (x) => plugin(req).del(x))
   const netns = req.keepNetns ? 'kept' : await removeOwnedNetns(req.netns)
   return {containerId: a.containerId, ifName, netns}
 }
@@ -374,7 +377,7 @@ export async function manualCheck(req: ManualRequest): Promise<void> {
     cniVersion: conf.cniVersion ?? '1.0.0',
     prevResult: {cniVersion: '1.0.0', ips: wep.ipNetworks.map((address) => ({address}))},
   }
-  await run(() => plugin(req).check!(cmdArgs(req, 'CHECK', withPrev, ifName)))
+  await run(cmdArgs(req, 'CHECK', withPrev, ifName), (x) => plugin(req).check!(x))
 }
 
 /** Install the plugin executables into a CNI bin directory as symlinks to this installation. */
