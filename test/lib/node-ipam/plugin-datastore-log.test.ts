@@ -30,6 +30,7 @@ test("the settings' etcd password never reaches a line; an unanswered agent is a
   )
   const settings: DatastoreSettings = {
     type: 'etcdv3',
+    path: '',
     etcdEndpoints: ['http://127.0.0.1:1'],
     etcdPassword: 'from-a-config-file-7d1e',
     timeoutMs: 1000,
