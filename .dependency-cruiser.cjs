@@ -18,6 +18,7 @@ const LAYERS = [
   'src/lib/cni', // the CNI specification library
   'src/lib/store', // datastores
   'src/lib/format', // number and suggestion formatting
+  'src/lib/log', // the plugins' and the agent's logger and log file
   'src/lib/codec', // Go-compatible JSON, Go times, YAML, SHA-1
   'src/lib/net', // address math
   'src/lib', // errors, args, files, interrupts: imported by all

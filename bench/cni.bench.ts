@@ -113,6 +113,12 @@ const ipamctlConf = (type: 'ipamctl-ipam' | 'ipamctl-cni', extra: Record<string,
   })
 const IPAM_CONF = ipamctlConf('ipamctl-ipam')
 const CNI_CONF = ipamctlConf('ipamctl-cni')
+// Logging cost (docs/logging.md): the plugin log file at info, against logging off (log_level error: no line).
+const LOG_FILE = path.join(dir, 'log', 'cni.log')
+const LOGGING = {
+  info: {log_level: 'info', log_file_path: LOG_FILE},
+  off: {log_level: 'error'},
+} as const
 const HOST_LOCAL_CONF = JSON.stringify({
   cniVersion: '1.0.0',
   name: 'bench-host-local',
@@ -260,6 +266,49 @@ const rows: Row[] = [
     (i) => nsAdd(nsName('cni', i)),
     (i) => nsDel(nsName('cni', i)),
   ),
+  // Logging at info (stderr and the log file) against off, for both plugins, in the same rounds.
+  ...(['info', 'off'] as const).flatMap((level) => [
+    ...addDel(
+      `\`ipamctl-ipam\` logging ${level}`,
+      (i) =>
+        added(
+          'ipamctl-ipam ADD',
+          run(
+            NODE,
+            [IPAM_BIN],
+            cniEnv('ADD', `ipl${level}-${i}`, '/var/run/netns/unused'),
+            ipamctlConf('ipamctl-ipam', LOGGING[level]),
+          ),
+          '10.194.',
+        ),
+      (i) => run(NODE, [IPAM_BIN], cniEnv('DEL', `ipl${level}-${i}`, ''), ipamctlConf('ipamctl-ipam', LOGGING[level])),
+      undefined,
+    ),
+    ...addDel(
+      `\`ipamctl-cni\` full wiring, logging ${level}`,
+      (i) =>
+        added(
+          'ipamctl-cni ADD',
+          run(
+            NODE,
+            [CNI_BIN],
+            cniEnv('ADD', `cnl${level}-${i}`, `/var/run/netns/${nsName(`l${level}`, i)}`),
+            ipamctlConf('ipamctl-cni', LOGGING[level]),
+          ),
+          '10.194.',
+        ),
+      (i) =>
+        run(
+          NODE,
+          [CNI_BIN],
+          cniEnv('DEL', `cnl${level}-${i}`, `/var/run/netns/${nsName(`l${level}`, i)}`),
+          ipamctlConf('ipamctl-cni', LOGGING[level]),
+        ),
+      undefined,
+      (i) => nsAdd(nsName(`l${level}`, i)),
+      (i) => nsDel(nsName(`l${level}`, i)),
+    ),
+  ]),
   ...addDel(
     '`ptp` + `host-local` (Debian, Go)',
     (i) =>
@@ -552,6 +601,15 @@ for (const r of rows.filter((x) => x.ratioTarget !== undefined)) {
   const ratio = median(r.ms) / nodeMedian
   out.push(
     `- ${r.label} at most ${r.ratioTarget} × \`node -e 0\`: ${ratio.toFixed(2)} × — ${ratio <= r.ratioTarget! ? '**met**' : '**not met**'}`,
+  )
+}
+for (const what of ['`ipamctl-ipam` logging', '`ipamctl-cni` full wiring, logging']) {
+  const on = rows.find((r) => r.label === `${what} info ADD`)
+  const off = rows.find((r) => r.label === `${what} off ADD`)
+  if (!on || !off) continue
+  const d = median(on.ms) - median(off.ms)
+  out.push(
+    `- ${what.replace(/,? logging$/, '')} ADD with the log file at info within 1 ms of logging off (docs/logging.md): ${d >= 0 ? '+' : ''}${d.toFixed(1)} ms — ${d <= 1 ? '**met**' : '**not met**'}`,
   )
 }
 out.push('')

@@ -142,7 +142,13 @@ export const spawnCount = () => spawns
 export function runCli(db: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
   ensureBuilt()
   spawns++
-  const env: NodeJS.ProcessEnv = {...process.env, IPAMCTL_DATASTORE_PATH: db, NO_COLOR: '1'}
+  // IPAMCTL_CNI_LOG_FILE: `cni add` without --conf logs into the sandbox, not /var/log (docs/logging.md).
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    IPAMCTL_DATASTORE_PATH: db,
+    IPAMCTL_CNI_LOG_FILE: path.join(path.dirname(db), 'cni', 'cni.log'),
+    NO_COLOR: '1',
+  }
   delete env.FORCE_COLOR
   delete env.DEBUG
   delete env.NODE_OPTIONS // the test runner's --import tsx must not leak into the child

@@ -52,6 +52,7 @@ describe('README "Installing on nodes"', {skip: SKIP}, () => {
       CNI_CONF_DIR: v('etc-cni-net.d'),
       UNIT_DIR: v('etc-systemd-system'),
       IPAM_LOCK_FILE: v('run-ipam.lock'),
+      CNI_LOG_FILE: v('var-log-calico-cni/cni.log'),
       IPAMCTL_DATASTORE_PATH: v('var-lib-ipamctl/ipam.db'),
     }
     fs.mkdirSync(vars.CNI_BIN_DIR)
@@ -70,6 +71,11 @@ describe('README "Installing on nodes"', {skip: SKIP}, () => {
     // (its `ip -brief` line follows the ADD result, which ends without a newline).
     const wired = r.stdout.split('\n').filter((l) => /\beth0@\S+\s+UP\s+10\.244\.\d+\.\d+\/32/.test(l))
     assert.equal(wired.length, 4, r.stdout)
+    // The plugins logged the first pod's story to the netconf's log file, and `cni logs` told it in order.
+    const story = r.stdout.split('\n').filter((l) => /container=ipamctl-smoke/.test(l))
+    const first = (re: RegExp) => story.findIndex((l) => re.test(l))
+    assert.ok(first(/ADD/) >= 0 && first(/DEL/) > first(/ADD/), r.stdout)
+    assert.equal(fs.statSync(vars.CNI_LOG_FILE).mode & 0o777, 0o600)
     const unit = fs.readFileSync(path.join(vars.UNIT_DIR, 'ipamctl-agent.service'), 'utf8')
     assert.match(
       unit,

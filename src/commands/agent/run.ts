@@ -4,6 +4,8 @@ import {startAgent} from '../../lib/agent/agent.js'
 import {DEFAULT_AGENT_SOCKET, DEFAULT_METRICS_ADDRESS} from '../../lib/agent-client/protocol.js'
 import {parseDuration} from '../../lib/ipam/gc.js'
 import {packageVersion} from '../../lib/package-root.js'
+import {createLogger, LEVELS, parseLevel} from '../../lib/log/logger.js'
+import {ValidationError} from '../../lib/errors.js'
 
 export default class AgentRun extends BaseCommand {
   static override storeMode = 'create' as const
@@ -11,7 +13,7 @@ export default class AgentRun extends BaseCommand {
     'Run the per-node IPAM agent: the CNI plugins allocate through it, batched, and it exports Prometheus metrics.'
   static override description = [
     "One agent per node holds the datastore connection and is the node's only IPAM writer: the ipamctl-ipam plugin sends ADD and DEL to it over a unix socket instead of opening the datastore itself (and falls back to the datastore when no agent answers). Concurrent auto-assign requests are served in batches, one block transaction for many pods.",
-    'The socket is created with mode 0660; a socket left by a dead agent is replaced, a live agent\'s is not (exit 4). The agent logs one "ready on <socket>" line to stderr when it serves, and on SIGTERM or SIGINT answers the requests in flight, closes the datastore, removes the socket and exits 0.',
+    'The socket is created with mode 0660; a socket left by a dead agent is replaced, a live agent\'s is not (exit 4). The agent logs to stderr (--log-format text or json, --log-level): one "ready on <socket>" line when it serves, each assignment and release at info, each batch at debug, and on SIGTERM or SIGINT answers the requests in flight, closes the datastore, removes the socket and exits 0.',
     'Metrics are served on --metrics-address (loopback by default; "" turns the listener off; GET /metrics on the socket works either way). --gc-interval runs ipam gc\'s logic in the background: it releases only workload allocations (as ipam gc), and an address only after two consecutive passes found it leaked, older than --gc-grace, with the same handle and sequence number.',
   ].join('\n\n')
   static override examples = [
@@ -30,6 +32,15 @@ export default class AgentRun extends BaseCommand {
       summary: 'Leaked addresses younger than this are left alone (Go duration).',
       default: '10m',
     }),
+    'log-format': Flags.string({
+      summary: 'Log lines as text or as one JSON object per line (docs/logging.md).',
+      options: ['text', 'json'],
+      default: 'text',
+    }),
+    'log-level': Flags.string({
+      summary: 'Least severe level logged: error, warning, info or debug (batches are debug; GC decisions info).',
+      default: 'info',
+    }),
     'batch-window': Flags.string({
       summary: 'Wait this long for more requests before each batch (Go duration).',
       default: '0',
@@ -44,7 +55,16 @@ export default class AgentRun extends BaseCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(AgentRun)
-    const log = (line: string) => process.stderr.write(`ipamctl agent: ${line}\n`)
+    const level = parseLevel(flags['log-level'])
+    if (!level) throw new ValidationError(`--log-level ${flags['log-level']}: use one of ${LEVELS.join(', ')}`)
+    const logger = createLogger({
+      level,
+      format: flags['log-format'] as 'text' | 'json',
+      component: 'agent',
+      context: {node: flags.node},
+      sinks: [{write: (line) => void process.stderr.write(line)}],
+    })
+    const log = (line: string) => logger.info(line)
     const agent = await startAgent({
       node: flags.node,
       settings: this.settings(flags),
@@ -56,6 +76,7 @@ export default class AgentRun extends BaseCommand {
       holdRepliesMs: parseDuration(flags['test-hold-replies']),
       version: packageVersion(),
       log,
+      logger,
     })
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'))

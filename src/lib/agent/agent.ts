@@ -16,6 +16,7 @@ import {AgentMetrics} from './metrics.js'
 import {datastoreId, validateSocketPath} from '../agent-client/protocol.js'
 import {createAgentServer} from './server.js'
 import {listenUnix} from './socket.js'
+import {lineLogger, type Logger} from '../log/logger.js'
 
 export interface AgentOptions {
   node: string
@@ -30,6 +31,8 @@ export interface AgentOptions {
   holdRepliesMs?: number
   version: string
   log: (line: string) => void
+  /** Levels and fields (`ipamctl agent run --log-format/--log-level`); absent: every event through `log`. */
+  logger?: Logger
   openStore?: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>
 }
 
@@ -50,13 +53,14 @@ export function parseListenAddress(text: string): {host: string; port: number} {
 }
 
 export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
+  const logger = o.logger ?? lineLogger(o.log)
   validateHostName(o.node)
   validateSocketPath(o.socket, '--socket')
   const listen = o.metricsAddress === '' ? undefined : parseListenAddress(o.metricsAddress)
   // The agent is the node's IPAM writer: like a plugin's ADD, it creates a missing embedded store.
   const inner = await (o.openStore ?? defaultOpenStore)(o.settings, {
     mode: 'create',
-    onCreated: (file) => o.log(`created new datastore at ${file}`),
+    onCreated: (file) => logger.info(`created new datastore at ${file}`),
   })
   const cleanup: (() => Promise<unknown> | unknown)[] = [() => inner.close()]
   const undo = async () => {
@@ -80,7 +84,9 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
     const batcher = new Batcher(ctx, {
       windowMs: o.batchWindowMs,
       holdRepliesMs: o.holdRepliesMs,
-      onBatch: (n) => {
+      conflicts: () => store.counts.conflicts,
+      onBatch: (n, d) => {
+        logger.debug('batch', {size: n, latency_ms: Math.round(d.ms * 1000) / 1000, conflicts: d.conflicts})
         counters.batches++
         counters.batchedRequests += n
         metrics.batchSize.observe(n)
@@ -99,7 +105,8 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       metrics,
       node: o.node,
       datastoreId: id,
-      log: o.log,
+      log: (line) => logger.error(line),
+      logger,
       status: () => ({
         node: o.node,
         datastore: store.description,
@@ -161,12 +168,27 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
           if (p.notWorkload !== notWorkloadLogged) {
             notWorkloadLogged = p.notWorkload
             if (p.notWorkload > 0)
-              o.log(
+              logger.info(
                 `GC: ${p.notWorkload} leaked addresses are not workload allocations and are not released (ipam gc --dry-run lists them; release them with ipam release)`,
               )
           }
           if (p.deferred > 0) metrics.gcActions.inc({action: 'deferred'}, p.deferred)
           const r = p.result
+          const pass = {
+            candidates: p.candidates,
+            too_young: p.tooYoung,
+            not_workload: p.notWorkload,
+            netns_held: p.netnsHeld,
+            leaked_handles: p.leakedHandles,
+            deferred: p.deferred,
+          }
+          // A pass that finds nothing is a debug line; one that decides anything, info.
+          if (r || p.deferred > 0) logger.info('GC pass', {...pass, released: r?.released.length ?? 0})
+          else logger.debug('GC pass', pass)
+          if (p.deferred > 0)
+            logger.info(
+              `GC: ${p.deferred} leaked addresses or handles seen for the first time; released on the next pass if still leaked`,
+            )
           if (!r) return
           counters.gcReleased += r.released.length
           counters.gcDeletedHandles += r.deletedHandles.length
@@ -178,16 +200,18 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
           ] as const) {
             if (n > 0) metrics.gcActions.inc({action}, n)
           }
+          if (r.skippedIps.length + r.skippedHandles.length > 0)
+            logger.info('GC left changed allocations alone', {ips: r.skippedIps, handles: r.skippedHandles})
           if (r.released.length + r.deletedHandles.length > 0)
-            o.log(
+            logger.info(
               `GC released ${r.released.join(', ') || 'no addresses'}; deleted handles ${r.deletedHandles.join(', ') || 'none'}`,
             )
         },
-        onError: (err) => o.log(`GC pass failed: ${(err as Error).message}`),
+        onError: (err) => logger.error(`GC pass failed: ${(err as Error).message}`),
       })
       gc.start()
     }
-    o.log(
+    logger.info(
       `ready on ${o.socket} (node ${o.node}, datastore ${store.description}${metricsUrl ? `, metrics ${metricsUrl}` : ''}${gc ? `, gc every ${o.gcIntervalMs / 1000} s` : ''})`,
     )
     let stopping: Promise<void> | undefined

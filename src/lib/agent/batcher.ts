@@ -27,7 +27,10 @@ export interface BatcherOptions {
   windowMs?: number
   /** Test hook: hold the replies of each committed batch this long (an agent killed meanwhile has committed but not replied). */
   holdRepliesMs?: number
-  onBatch?: (requests: number) => void
+  /** After each committed batch: its size, how long it took and the datastore conflicts seen meanwhile. */
+  onBatch?: (requests: number, detail: {ms: number; conflicts: number}) => void
+  /** The datastore's conflict count so far (CountedStore), sampled around each batch for onBatch. */
+  conflicts?: () => number
   onBlockTxn?: (requests: number) => void
 }
 
@@ -95,12 +98,17 @@ export class Batcher {
       })
       if (live.length === 0) continue
       try {
+        const t0 = performance.now()
+        const c0 = this.opts.conflicts?.() ?? 0
         const outcomes = await autoAssignBatch(
           this.ctx,
           live.map((e) => e.args),
           {onBlockTxn: this.opts.onBlockTxn},
         )
-        this.opts.onBatch?.(live.length)
+        this.opts.onBatch?.(live.length, {
+          ms: performance.now() - t0,
+          conflicts: (this.opts.conflicts?.() ?? 0) - c0,
+        })
         if (this.opts.holdRepliesMs) await sleep(this.opts.holdRepliesMs)
         for (const [i, o] of outcomes.entries()) {
           if ('ok' in o) live[i]!.resolve(o.ok)

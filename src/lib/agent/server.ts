@@ -18,6 +18,7 @@ import {ValidationError} from '../errors.js'
 import {isKeySegment} from '../store/keys.js'
 import type {Batcher} from './batcher.js'
 import type {AgentMetrics} from './metrics.js'
+import type {Fields, Logger} from '../log/logger.js'
 import {
   type CheckReply,
   type EndpointTakeReply,
@@ -42,6 +43,17 @@ export interface AgentCore {
   readonly datastoreId: string
   status(): Record<string, unknown>
   log(line: string): void
+  /** Each assignment and release at info, with the plugin's fields (pod, netns, handle). */
+  logger?: Logger
+}
+
+/** The plugin's fields of an allocation, from its attributes (allocationAttrs) and handle. */
+function podFields(handle: string, attrs: Record<string, string>): Fields {
+  return {
+    handle,
+    pod: attrs.namespace && attrs.pod ? `${attrs.namespace}/${attrs.pod}` : undefined,
+    netns: attrs['ipamctl.io/netns'],
+  }
 }
 
 class HttpError extends Error {
@@ -201,6 +213,7 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       const r = parseAssign(body)
       checkTarget(core, r)
       const result = await addAddresses(ctx, {...r, ip: undefined}, alloc, (l) => log.push(l))
+      core.logger?.info('assigned addresses', {ips: result.ips.map((i) => i.address), ...podFields(r.handle, r.attrs)})
       return {result, log}
     }
     if (url === '/v1/assign-ip') {
@@ -212,6 +225,7 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
         alloc,
         (l) => log.push(l),
       )
+      core.logger?.info('assigned addresses', {ips: result.ips.map((i) => i.address), ...podFields(r.handle, r.attrs)})
       return {result, log}
     }
     // The main plugin's WorkloadEndpoint: guarded writes of their own key, so no need to queue behind IPAM.
@@ -247,7 +261,12 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
               r.ips.map((ip) => ({ip})),
             )
           : {released: [], unallocated: []}
-      return {released: [...h.released, ...ips.released], missing: [...h.missing, ...ips.unallocated], log}
+      const released = [...h.released, ...ips.released]
+      core.logger?.info(released.length > 0 ? 'released addresses' : 'no addresses to release', {
+        ips: released,
+        handles: r.handles,
+      })
+      return {released, missing: [...h.missing, ...ips.unallocated], log}
     })
   }
 

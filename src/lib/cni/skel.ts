@@ -5,6 +5,7 @@ import {isatty} from 'node:tty'
 import {CNI_ERR, CniError, formatCniError, toCniError} from './errors.js'
 import {goEncodeLine, goQuote, goQuoteList} from '../codec/gojson.js'
 import {type CniResult, formatResult} from './result.js'
+import {lineLogger, type Logger} from '../log/logger.js'
 import {CURRENT_VERSION, DEFAULT_CONFIG_VERSION, isSupported, SUPPORTED_VERSIONS, versionAtLeast} from './version.js'
 
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK' | 'VERSION' | 'STATUS' | 'GC'
@@ -53,8 +54,15 @@ export interface CmdArgs {
   cniVersion: string
   /** The plugin's environment (handlers that delegate pass it on; datastore settings fall back to it). */
   getenv(name: string): string | undefined
-  /** One line to stderr. */
+  /** One line at info level: to stderr, and to the plugin's log file when it has one. */
   log(line: string): void
+  /** The invocation's logger (levels, fields); `log` is its info. Absent: loggerOf() wraps `log`. */
+  logger?: Logger
+}
+
+/** The invocation's logger, or `log` as one (CmdArgs made by hand). */
+export function loggerOf(a: Pick<CmdArgs, 'log' | 'logger'>): Logger {
+  return a.logger ?? lineLogger(a.log)
 }
 
 export interface PluginFuncs {
@@ -82,6 +90,11 @@ export interface PluginInfo {
   about: string
   supportedVersions?: readonly string[]
   requiredEnv?: Partial<Record<CniCommand, readonly CniEnvVar[]>>
+  /**
+   * The invocation's logger once the config is decoded (the plugins' come from its log_* keys,
+   * src/lib/log/cni.ts); `close` runs when the invocation ends. Absent: plain lines on stderr.
+   */
+  openLog?: (config: Record<string, unknown>, io: PluginIo) => {logger: Logger; close(): void}
 }
 
 /** How long VERSION waits for its (optional) stdin. */
@@ -151,9 +164,24 @@ function toBuffer(b: Buffer | string): Buffer {
  * throws: any failure, including a handler's, ends up as an error object.
  */
 export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginInfo): Promise<number> {
+  const opened: {log?: {logger: Logger; close(): void}} = {}
+  try {
+    return await dispatch(funcs, io, info, opened)
+  } finally {
+    opened.log?.close()
+  }
+}
+
+async function dispatch(
+  funcs: PluginFuncs,
+  io: PluginIo,
+  info: PluginInfo,
+  opened: {log?: {logger: Logger; close(): void}},
+): Promise<number> {
   const supported = info.supportedVersions ?? SUPPORTED_VERSIONS
   // The version errors are reported in: the config's, once known and supported.
   let errVersion = CURRENT_VERSION
+  let log: {logger: Logger; close(): void} | undefined
   try {
     const command = io.getenv('CNI_COMMAND') ?? ''
     if (command === '') {
@@ -201,6 +229,7 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
       throw new CniError(CNI_ERR.io, `error reading from stdin: ${(err as Error).message}`)
     }
     const config = decodeConfig(stdinData)
+    log = opened.log = info.openLog?.(config, io)
     if (cmd !== 'GC' && cmd !== 'STATUS') {
       validateContainerId(env.CNI_CONTAINERID)
       validateIfName(env.CNI_IFNAME)
@@ -229,7 +258,10 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
       config,
       cniVersion,
       getenv: (n) => io.getenv(n),
-      log: (line) => void io.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
+      log: log
+        ? (line) => log!.logger.info(line.endsWith('\n') ? line.slice(0, -1) : line)
+        : (line) => void io.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
+      logger: log?.logger,
     }
     switch (cmd) {
       case 'ADD': {
@@ -251,7 +283,10 @@ export async function pluginMain(funcs: PluginFuncs, io: PluginIo, info: PluginI
         return 0
     }
   } catch (err) {
-    io.stdout.write(formatCniError(toCniError(err), errVersion))
+    const e = toCniError(err)
+    // In the log before the runtime sees the error (it usually discards the plugin's stderr).
+    log?.logger.error(e.details ? `${e.msg}: ${e.details}` : e.msg, {code: e.code})
+    io.stdout.write(formatCniError(e, errVersion))
     return 1
   }
 }

@@ -68,6 +68,8 @@ export interface AutoAssignArgs {
    * reads them from the Kubernetes Namespace); undefined is the empty set. Not used with requested pools.
    */
   namespaceLabels?: Record<string, string>
+  /** Told each block this request claimed for the host (the plugins' log); the agent's batches do not call it. */
+  onBlockClaimed?: (block: string, replacedOwner?: string) => void
 }
 
 export function shortfall(r: FamilyResult, family: Family): string | undefined {
@@ -548,6 +550,7 @@ class FamilyJob {
     this.tried.add(affKey)
     this.blocksRead.push(cidr)
     this.record(block, taken)
+    this.args.onBlockClaimed?.(formatCidr(cidr), replacing?.owner)
     return 'claimed'
   }
 

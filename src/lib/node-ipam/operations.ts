@@ -153,6 +153,8 @@ export async function addAddresses(
     maxBlocksPerHost: plan.maxBlocksPerHost,
     use: 'Workload',
     namespaceLabels: plan.namespaceLabels,
+    onBlockClaimed: (block, from) =>
+      log(`claimed block ${block} for node ${plan.node}${from ? ` (an empty block of node ${from})` : ''}`),
   })
   const undo = async (ips: readonly {address: string}[], why: string) => {
     log(`${why}: releasing ${ips.map((i) => i.address).join(', ')}`)

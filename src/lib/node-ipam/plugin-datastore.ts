@@ -40,17 +40,20 @@ export function agentSocketFor(conf: NetConf): string | undefined {
 type AgentAnswer = {body: Record<string, unknown>} | {direct: 'unreachable' | 'unknown'}
 
 /** What the agent's reply means for the plugin; an IPAM error it answered with is thrown as the direct path would. */
-function agentAnswer(socket: string, o: AgentOutcome, log: (line: string) => void): AgentAnswer {
+function agentAnswer(socket: string, o: AgentOutcome, req: Pick<IpamRequest, 'log' | 'logger'>): AgentAnswer {
   if (o.kind !== 'answered') {
-    log(`ipamctl agent at ${socket}: ${o.reason}; using the datastore directly`)
+    req.logger.warn(`ipamctl agent at ${socket}: ${o.reason}; using the datastore directly`, {fallback: o.kind})
     return {direct: o.kind}
   }
   const e = replyError(o)
   if (e?.direct) {
-    log(`ipamctl agent at ${socket} does not serve this request (${e.message}); using the datastore directly`)
+    req.logger.warn(
+      `ipamctl agent at ${socket} does not serve this request (${e.message}); using the datastore directly`,
+      {fallback: 'not-served'},
+    )
     return {direct: 'unreachable'}
   }
-  if (Array.isArray(o.body.log)) for (const line of o.body.log) log(String(line))
+  if (Array.isArray(o.body.log)) for (const line of o.body.log) req.log(String(line))
   if (e) throw errorFrom(e)
   return {body: o.body}
 }
@@ -68,11 +71,13 @@ async function addViaAgent(
     ip === undefined
       ? await agentCall(socket, 'assign', {...auto, ...target})
       : await agentCall(socket, 'assign-ip', {...target, handle: auto.handle, attrs: auto.attrs, ip})
-  const r = agentAnswer(socket, o, req.log)
+  const r = agentAnswer(socket, o, req)
   if ('direct' in r) return r.direct
   const result = r.body.result as CniResult | undefined
   if (typeof result !== 'object' || result === null || !Array.isArray(result.ips)) {
-    req.log(`ipamctl agent at ${socket} answered without a result; using the datastore directly`)
+    req.logger.warn(`ipamctl agent at ${socket} answered without a result; using the datastore directly`, {
+      fallback: 'no-result',
+    })
     return 'unknown'
   }
   return result
@@ -85,7 +90,16 @@ async function addViaAgent(
 async function delViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings): Promise<boolean> {
   const target = {node: req.ids.node, datastore: datastoreId(settings)}
   const o = await agentCall(socket, 'release', {...target, handles: [req.ids.handleId, req.ids.workloadId]})
-  return 'body' in agentAnswer(socket, o, req.log)
+  const r = agentAnswer(socket, o, req)
+  if (!('body' in r)) return false
+  const released = Array.isArray(r.body.released) ? r.body.released.map(String) : []
+  logReleased(req, released, `agent ${socket}`)
+  return true
+}
+
+function logReleased(req: Pick<IpamRequest, 'ids' | 'logger'>, released: readonly string[], via: string): void {
+  if (released.length > 0) req.logger.info('released addresses', {ips: released, handle: req.ids.handleId, via})
+  else req.logger.info('no addresses to release', {handle: req.ids.handleId, via})
 }
 
 /**
@@ -107,7 +121,10 @@ export class PluginDatastore {
     private readonly open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>,
     private readonly clock: Clock,
     private readonly verb: PluginVerb,
-  ) {}
+  ) {
+    // A password from an ipamctl_config file is known only now: it must never reach the log either.
+    req.logger.addSecret(settings.etcdPassword)
+  }
 
   /** The datastore itself, opened once, on first need; undefined for a DEL on an embedded store that does not exist. */
   async direct(): Promise<Ctx | undefined> {
@@ -152,30 +169,38 @@ export class PluginDatastore {
   /** `ip`: this fixed address instead of the request's `IP=` (the main plugin's IPAMCTL_IPS, one call each). */
   async ipamAdd(ip?: string): Promise<CniResult> {
     const req = ip === undefined ? this.req : {...this.req, args: {...this.req.args, ip}}
-    if (this.socket) {
-      const via = await addViaAgent(this.socket, req, this.settings, this.clock.now())
-      if (typeof via === 'object') return via
+    const socket = this.socket
+    const assigned = (r: CniResult, via: string): CniResult => {
+      req.logger.info('assigned addresses', {ips: r.ips.map((i) => i.address), handle: req.ids.handleId, via})
+      return r
+    }
+    if (socket) {
+      const via = await addViaAgent(socket, req, this.settings, this.clock.now())
+      if (typeof via === 'object') return assigned(via, `agent ${socket}`)
       this.unreachable()
       if (via === 'unknown')
-        return ip === undefined
-          ? ipamAddAfterUnknown(await this.ctx(), req)
-          : ipamAddFixedAfterUnknown(await this.ctx(), req)
-    }
-    return ipamAdd(await this.ctx(), req)
+        return assigned(
+          ip === undefined
+            ? await ipamAddAfterUnknown(await this.ctx(), req)
+            : await ipamAddFixedAfterUnknown(await this.ctx(), req),
+          'datastore',
+        )
+    } else req.logger.debug('no ipamctl agent socket: using the datastore directly')
+    return assigned(await ipamAdd(await this.ctx(), req), 'datastore')
   }
 
   async ipamDel(): Promise<void> {
     if (this.socket && (await delViaAgent(this.socket, this.req, this.settings))) return
     this.unreachable()
     const ctx = await this.direct()
-    if (ctx) await ipamDel(ctx, this.req)
+    if (ctx) logReleased(this.req, await ipamDel(ctx, this.req), 'datastore')
   }
 
   /** Both endpoint operations are idempotent, so an unanswered request is simply done again directly. */
   async putEndpoint(wep: WorkloadEndpoint): Promise<void> {
     if (this.socket) {
       const o = await agentCall(this.socket, 'endpoint-put', {...this.target(), endpoint: encodeWorkloadEndpoint(wep)})
-      if ('body' in agentAnswer(this.socket, o, this.req.log)) return
+      if ('body' in agentAnswer(this.socket, o, this.req)) return
       this.unreachable()
     }
     await putEndpoint((await this.ctx()).store, wep)
@@ -184,7 +209,7 @@ export class PluginDatastore {
   async takeEndpoint(namespace: string, name: string, containerID: string): Promise<TakenEndpoint> {
     if (this.socket) {
       const o = await agentCall(this.socket, 'endpoint-take', {...this.target(), namespace, name, containerID})
-      const r = agentAnswer(this.socket, o, this.req.log)
+      const r = agentAnswer(this.socket, o, this.req)
       if ('body' in r) {
         const text = r.body.endpoint
         return {wep: typeof text === 'string' ? decodeWorkloadEndpoint(text) : undefined, stale: r.body.stale === true}
@@ -207,7 +232,7 @@ export class PluginDatastore {
         name,
         ...(ips === undefined ? {} : {handle: this.req.ids.handleId, ips}),
       })
-      const r = agentAnswer(this.socket, o, this.req.log)
+      const r = agentAnswer(this.socket, o, this.req)
       if ('body' in r) {
         const text = r.body.endpoint
         return typeof text === 'string' ? decodeWorkloadEndpoint(text) : undefined

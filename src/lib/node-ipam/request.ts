@@ -6,7 +6,8 @@ import {acquireHostLock, type HostLockOptions, type Unlock} from './host-lock.js
 import {type WorkloadIds, workloadIds} from './workload-ids.js'
 import {DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from './netconf.js'
 import {determineNodename, type NodenameDeps} from './nodename.js'
-import type {CmdArgs} from '../cni/skel.js'
+import {type CmdArgs, loggerOf} from '../cni/skel.js'
+import type {Logger} from '../log/logger.js'
 import type {OpenOptions} from '../store/open.js'
 
 export interface IpamPluginDeps extends NodenameDeps {
@@ -26,6 +27,8 @@ export interface IpamRequest {
   args: CniArgs
   ids: WorkloadIds
   log: (line: string) => void
+  /** The invocation's logger (`log` is its info level). */
+  logger: Logger
   lock: () => Unlock
 }
 
@@ -42,6 +45,7 @@ export function ipamRequest(a: CmdArgs, deps: IpamPluginDeps = {}): IpamRequest 
     args,
     ids,
     log: a.log,
+    logger: loggerOf(a),
     lock: lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log}),
   }
 }

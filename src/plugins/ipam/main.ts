@@ -5,7 +5,8 @@
 import fs from 'node:fs'
 import {packageVersion} from '../../lib/package-root.js'
 import {ipamPlugin} from './plugin.js'
-import {type PluginIo, pluginMain, processIo} from '../../lib/cni/skel.js'
+import {type PluginInfo, type PluginIo, pluginMain, processIo} from '../../lib/cni/skel.js'
+import {cniLogger} from '../../lib/log/cni.js'
 
 /** Compiled in by scripts/bundle-cni.mjs; the plain tsc output reads package.json instead. */
 declare const __IPAMCTL_VERSION__: string | undefined
@@ -78,10 +79,16 @@ export function pluginProcessIo(): PluginIo {
   }
 }
 
+/** The plugins' log: stderr and the netconf's log_file_path (src/lib/log/cni.ts). */
+export const openPluginLog =
+  (plugin: string): NonNullable<PluginInfo['openLog']> =>
+  (config, io) =>
+    cniLogger({config, getenv: (n) => io.getenv(n), plugin, stderr: {write: (line) => void io.stderr.write(line)}})
+
 /** Run one invocation and return the exit code; the store is closed before this resolves. */
 export async function main(io: PluginIo = pluginProcessIo()): Promise<number> {
   try {
-    return await pluginMain(ipamPlugin(), io, {about: ABOUT})
+    return await pluginMain(ipamPlugin(), io, {about: ABOUT, openLog: openPluginLog('ipamctl-ipam')})
   } finally {
     io.close?.()
   }

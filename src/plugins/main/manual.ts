@@ -34,6 +34,7 @@ import {tryParseIp} from '../../lib/net/cidr.js'
 import {systemClock} from '../../lib/clock.js'
 import type {CniResult} from '../../lib/cni/result.js'
 import type {CmdArgs} from '../../lib/cni/skel.js'
+import {cniLogger, DEFAULT_CNI_LOG_FILE} from '../../lib/log/cni.js'
 
 export type FamilyChoice = 'ipv4' | 'ipv6' | 'dual'
 
@@ -63,6 +64,12 @@ export interface ManualRequest {
 
 export const DEFAULT_NETWORK = 'k8s-pod-network'
 const DEFAULT_CONF = {cniVersion: '1.0.0', name: DEFAULT_NETWORK, type: 'ipamctl-cni', ipam: {type: 'ipamctl-ipam'}}
+/**
+ * The log file of the default netconf (without --conf): the plugins' (docs/logging.md), so that `cni logs` tells
+ * a hand-wired pod's story too. IPAMCTL_CNI_LOG_FILE overrides it ('' for none; the tests point it into their
+ * sandbox). A --conf logs where it says, as the plugin would.
+ */
+export const defaultConfLogFile = (): string => process.env.IPAMCTL_CNI_LOG_FILE ?? DEFAULT_CNI_LOG_FILE
 /** Where delegated IPAM plugins are looked for when CNI_PATH is unset: the runtime default, then Debian's. */
 export const DEFAULT_CNI_PATH = '/opt/cni/bin:/usr/lib/cni'
 const MIN_MTU = 68
@@ -99,7 +106,7 @@ function validate(req: ManualRequest): void {
 }
 
 function loadConf(req: ManualRequest, families: FamilyChoice | undefined): Record<string, unknown> {
-  let conf: Record<string, unknown> = {...DEFAULT_CONF}
+  let conf: Record<string, unknown> = {...DEFAULT_CONF, log_file_path: defaultConfLogFile() || undefined}
   if (req.confFile) {
     const text = readTextFile(req.confFile, 'netconf')
     try {
@@ -234,6 +241,19 @@ function cmdArgs(
     CNI_PATH: cniPath,
   }
   const data = JSON.stringify(config)
+  // The plugin's log file and level (its netconf's log_* keys). The command's stderr keeps plain lines: the
+  // plugin's `log` lines as before, and the logger's warnings as `warning: …` (errors: the command prints its own).
+  const {logger} = cniLogger({
+    config,
+    getenv: (n) => env[n],
+    plugin: 'ipamctl', // `ipamctl ADD …`: by hand, not by a runtime
+    stderr: {
+      write: (line) => {
+        if (/^\S+ \[WARNING\]/.test(line)) req.log?.(`warning: ${line.slice(line.indexOf(': ') + 2, -1)}`)
+      },
+    },
+    env,
+  })
   return {
     command,
     containerId,
@@ -245,17 +265,25 @@ function cmdArgs(
     config,
     cniVersion: typeof config.cniVersion === 'string' ? config.cniVersion : '0.2.0',
     getenv: (n) => env[n],
-    log: req.log ?? (() => {}),
+    log: (line) => {
+      req.log?.(line)
+      logger.info(line)
+    },
+    logger,
   }
 }
 
-/** Run one operation, turning CNI errors into the CLI's typed errors' shape (message kept). */
-async function run<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * Run one operation, turning CNI errors into the CLI's typed errors' shape (message kept). The error goes into
+ * the plugin's log first, as the plugin's own does (docs/logging.md).
+ */
+async function run<T>(a: CmdArgs, fn: (a: CmdArgs) => Promise<T>): Promise<T> {
   try {
-    return await fn()
+    return await fn(a)
   } catch (err) {
-    if (err instanceof Error && 'exitCode' in err) throw err
     const c = toCniError(err)
+    a.logger?.error(c.details ? `${c.msg}: ${c.details}` : c.msg, {code: c.code})
+    if (err instanceof Error && 'exitCode' in err) throw err
     const text = `CNI error ${c.code}: ${c.msg}${c.details ? ` (${c.details})` : ''}`
     if (c.code === CNI_ERR.tryAgainLater) throw new DatastoreUnavailableError(text)
     if (
@@ -293,7 +321,7 @@ export async function manualAdd(req: ManualRequest): Promise<ManualAddResult> {
     const conf = loadConf(req, await familiesFor(req))
     const ifName = await ifNameFor(req, 'ADD', conf)
     const a = cmdArgs(req, 'ADD', conf, ifName)
-    return {containerId: a.containerId, ifName, result: await run(() => plugin(req).add(a)), createdNetns}
+    return {containerId: a.containerId, ifName, result: await run(a, (x) => plugin(req).add(x)), createdNetns}
   } catch (err) {
     // The namespace is this call's: a failed ADD must not leave it behind (the plugin has undone its own part).
     if (createdNetns)
@@ -316,7 +344,7 @@ export async function manualDel(req: ManualRequest): Promise<ManualDelResult> {
   const conf = loadConf(req, undefined)
   const ifName = await ifNameFor(req, 'DEL', conf)
   const a = cmdArgs(req, 'DEL', conf, ifName)
-  await run(() => plugin(req).del(a))
+  await run(a, (x) => plugin(req).del(x))
   const netns = req.keepNetns ? 'kept' : await removeOwnedNetns(req.netns)
   return {containerId: a.containerId, ifName, netns}
 }
@@ -348,5 +376,5 @@ export async function manualCheck(req: ManualRequest): Promise<void> {
     cniVersion: conf.cniVersion ?? '1.0.0',
     prevResult: {cniVersion: '1.0.0', ips: wep.ipNetworks.map((address) => ({address}))},
   }
-  await run(() => plugin(req).check!(cmdArgs(req, 'CHECK', withPrev, ifName)))
+  await run(cmdArgs(req, 'CHECK', withPrev, ifName), (x) => plugin(req).check!(x))
 }

@@ -167,6 +167,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
             ? await ownIpamAdd(ds, req)
             : (await execDelegate(forDelegate(a), req.conf.ipam.type, 'ADD'))!
           const addresses = ipam.ips.map((i) => i.address)
+          if (!own) req.logger.info('delegated IPAM assigned addresses', {ipam: req.conf.ipam.type, ips: addresses})
           const wreq = wireRequest(
             a,
             req,
@@ -181,7 +182,14 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
               throw new CniError(CNI_ERR.internal, `IPAM plugin ${req.conf.ipam.type} returned no addresses`)
             const w = await wirePod(wreq, side)
             wired = true
-            for (const warning of w.warnings) a.log(`warning: ${warning}`)
+            for (const warning of w.warnings) req.logger.warn(warning)
+            req.logger.info('created interface and routes', {
+              host_if: w.hostIfName,
+              pod_if: a.ifName,
+              pod_mac: w.podMac,
+              mtu: w.mtu,
+              routes: addresses.map((x) => `${addressOf(hostCidr(x))} dev ${w.hostIfName}`),
+            })
             const ids = req.ids
             const wep = newWorkloadEndpoint(
               {
@@ -202,6 +210,7 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
             )
             await ds.putEndpoint(wep)
             wepWritten = true
+            req.logger.info('wrote WorkloadEndpoint', {endpoint: `${ids.namespace}/${wep.name}`})
             const result: CniResult = {
               interfaces: [
                 {name: w.hostIfName, mac: w.hostMac},
@@ -214,6 +223,11 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
             return result
           } catch (err) {
             // Undo in reverse order; report the original error, not a cleanup problem.
+            req.logger.warn(`ADD failed after IPAM, rolling back: ${toCniError(err).msg}`, {
+              endpoint_written: wepWritten,
+              interface_created: wired,
+              ips: addresses,
+            })
             const cleanup: Promise<unknown>[] = []
             if (wepWritten) cleanup.push(ds.takeEndpoint(req.ids.namespace, wepName(req.ids), req.ids.containerId))
             if (wired)
@@ -229,12 +243,13 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
                 }),
               )
             for (const r of await Promise.allSettled(cleanup))
-              if (r.status === 'rejected') a.log(`cleanup after failed ADD: ${(r.reason as Error).message}`)
+              if (r.status === 'rejected') req.logger.error(`cleanup after failed ADD: ${(r.reason as Error).message}`)
             try {
               await ipamDelFor(a, ds, req)
             } catch (e) {
-              a.log(`releasing addresses after failed ADD: ${(e as Error).message}`)
+              req.logger.error(`releasing addresses after failed ADD: ${(e as Error).message}`)
             }
+            req.logger.info('rolled back the failed ADD')
             throw err
           }
         })
@@ -268,7 +283,8 @@ export function mainPlugin(deps: MainPluginDeps = {}): PluginFuncs {
             claimUnmarked,
           })
           if (outcome === 'not-ours') a.log(`host interface ${hostIfName} belongs to another attachment; left in place`)
-        }
+          else req.logger.info('removed interface', {host_if: hostIfName, outcome})
+        } else req.logger.info('WorkloadEndpoint belongs to another container: this DEL is for a stale sandbox')
         await ipamDelFor(a, ds, req)
       })
     },
