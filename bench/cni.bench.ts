@@ -10,7 +10,8 @@
 // before the timed ADD and deleted after the timed DEL, with private addresses only (10.194.0.0/16 for
 // ipamctl-cni, 10.195.0.0/16 for ptp). Needs root, iproute2 and containernetworking-plugins.
 //
-// Environment: BENCH_RUNS (default 30); BENCH_BASELINE=<dir> adds rows for another build's bin/ (before/after).
+// Environment: BENCH_RUNS (default 30); BENCH_BASELINE=<dir> adds rows for another build's bin/ (before/after);
+// BENCH_BURST=0 skips the agent burst section (bench/agent-burst.ts, which has its own knobs).
 // The "(installed)" rows run the plugins as `ipamctl cni install` installs them (in this run's temp dir).
 import {execFileSync, spawnSync} from 'node:child_process'
 import fs from 'node:fs'
@@ -613,6 +614,13 @@ for (const what of ['`ipamctl-ipam` logging', '`ipamctl-cni` full wiring, loggin
   )
 }
 out.push('')
+
+// The agent burst (bench/agent-burst.ts): its own subsection, after the per-process rows. BENCH_BURST=0 skips it.
+if (process.env.BENCH_BURST !== '0') {
+  const {agentBurst} = await import('./agent-burst.ts')
+  const {md} = await agentBurst((s) => console.error(s))
+  if (md) out.push(md)
+}
 
 console.log(out.join('\n'))
 // --write: replace this section of BENCHMARKS.md (from its heading to the end; bench/ipam.bench.ts writes what is above).

@@ -8,7 +8,7 @@
 //               allocation from an existing affine block.
 //         cas:   the raw datastore primitive an allocation is built on: get one ~1 KB key of its own, then a
 //               Txn guarded on its mod revision that rewrites it.
-//   store an embedded store file, or etcd:<endpoint>
+//   store an embedded store file, or etcd:<endpoint>[,<endpoint>…]
 import readline from 'node:readline'
 import {autoAssign} from '../src/lib/ipam/autoassign.ts'
 import {makeCtx} from '../src/lib/ipam/context.ts'
@@ -19,7 +19,13 @@ const ops = Number(opsText)
 const rounds = Number(roundsText)
 const etcd = spec!.startsWith('etcd:') ? spec!.slice(5) : undefined
 const store = await openStore(
-  {type: etcd ? 'etcdv3' : 'embedded', path: spec!, etcdEndpoints: etcd ? [etcd] : [], timeoutMs: 30_000, sources: {}},
+  {
+    type: etcd ? 'etcdv3' : 'embedded',
+    path: spec!,
+    etcdEndpoints: etcd ? etcd.split(',') : [],
+    timeoutMs: 30_000,
+    sources: {},
+  },
   {mode: 'create'},
 )
 const ctx = makeCtx(store)

@@ -3,19 +3,39 @@
 // 20 internal modules, the stream stack among them) for 16 bytes per ADD.
 import {closeSync, openSync, readSync} from 'node:fs'
 
-/** `n` bytes from /dev/urandom (getrandom(2)'s pool; never blocks once the system has booted). */
-export function randomBytes(n: number): Uint8Array {
-  const out = new Uint8Array(n)
+/** Bytes read from /dev/urandom at a time: one open/read/close serves many ids (an allocator creating Node
+ * records for 1,000 hosts at once spent more on those syscalls than on the records). */
+const POOL_BYTES = 512
+let pool = new Uint8Array(0)
+let used = 0
+
+function readUrandom(out: Uint8Array): void {
   const fd = openSync('/dev/urandom', 'r')
   try {
-    for (let off = 0; off < n; ) {
-      const got = readSync(fd, out, off, n - off, null)
+    for (let off = 0; off < out.length; ) {
+      const got = readSync(fd, out, off, out.length - off, null)
       if (got <= 0) throw new Error('/dev/urandom returned no data')
       off += got
     }
   } finally {
     closeSync(fd)
   }
+}
+
+/** `n` bytes from /dev/urandom (getrandom(2)'s pool; never blocks once the system has booted), each used once. */
+export function randomBytes(n: number): Uint8Array {
+  if (n > POOL_BYTES) {
+    const big = new Uint8Array(n)
+    readUrandom(big)
+    return big
+  }
+  if (used + n > pool.length) {
+    pool = new Uint8Array(POOL_BYTES)
+    readUrandom(pool)
+    used = 0
+  }
+  const out = pool.slice(used, used + n)
+  used += n
   return out
 }
 

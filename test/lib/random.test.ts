@@ -19,3 +19,14 @@ test('randomBytes / randomHex: the requested length, and the bytes vary', () => 
   // 1000 bytes from a CSPRNG take well over 200 distinct values; a stuck or zeroed buffer would not.
   assert.ok(new Set(randomBytes(1000)).size > 200)
 })
+
+test('randomBytes: small reads served from one read of /dev/urandom never hand out the same bytes twice', () => {
+  // 200 reads of 16 bytes span several refills of the pool; a slice served twice would repeat a whole id.
+  const seen = new Set<string>()
+  for (let i = 0; i < 200; i++) seen.add(Buffer.from(randomBytes(16)).toString('hex'))
+  assert.equal(seen.size, 200)
+  // Each result is a copy: changing one leaves the next ones alone.
+  const a = randomBytes(8)
+  a.fill(0)
+  assert.ok(new Set(randomBytes(64)).size > 20)
+})

@@ -27,9 +27,11 @@ import type {IpamRequest} from './request.js'
  */
 export async function resolvePools(ctx: Ctx, refs: readonly string[], family: Family): Promise<string[]> {
   if (refs.length === 0) return []
-  const pools = await listPools(ctx)
-  return refs.map((ref) => {
-    let cidr = parseGoCidr(ref)
+  // Pools are listed only to look up names: CIDRs (what netconfs usually give) cost no request.
+  const cidrs = refs.map(parseGoCidr)
+  const pools = cidrs.every((c) => c !== undefined) ? [] : await listPools(ctx)
+  return refs.map((ref, i) => {
+    let cidr = cidrs[i]
     if (!cidr) {
       const byName = pools.find((p) => p.name === ref)
       if (!byName) throw new ValidationError(`error parsing pool "${ref}": invalid CIDR address: ${ref}`)

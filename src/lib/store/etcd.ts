@@ -91,6 +91,8 @@ const UNAVAILABLE =
   /UNAVAILABLE|DEADLINE_EXCEEDED|CANCELLED|No connection established|ECONNREFUSED|ECONNRESET|EPIPE|Connection dropped|no answer within|etcdserver: (request timed out|leader changed|no leader|server stopped|too many requests|not capable)/
 /** The request never left this process (no connection to the member): even a write may go to another one. */
 const NOT_SENT = /No connection established|ECONNREFUSED|connect E[A-Z]+/
+/** order() of a store with one member. */
+const ONLY_MEMBER: readonly number[] = [0]
 /** A member that failed is asked last, after the others, for this long. */
 const DEMOTED_MS = 30_000
 
@@ -143,8 +145,10 @@ export class EtcdStore implements Store {
   }
 
   /** Members in the order to ask them: the preferred one, then the others, members that failed lately last. */
-  private order(): number[] {
+  private order(): readonly number[] {
     const n = this.clients.length
+    // One member (the common case): nothing to order, and this runs for every request.
+    if (n === 1) return ONLY_MEMBER
     const now = Date.now()
     const all = Array.from({length: n}, (_, k) => (this.preferred + k) % n)
     const fresh = (i: number) => now - this.failedAt[i]! > DEMOTED_MS
