@@ -6,3 +6,89 @@ type Yaml = typeof import('yaml')
 let yaml: Yaml | undefined
 
 export const loadYaml = (): Yaml => (yaml ??= createRequire(import.meta.url)('yaml') as Yaml)
+
+/**
+ * A string the `yaml` package writes as it is (plain) at any place in block style: letters, digits and `._/-`
+ * (`:` too in values, never last nor before a space), starting with a letter or digit, and not read back as
+ * another type by YAML 1.2's core schema (numbers, booleans, null). Anything else goes through the package.
+ */
+const PLAIN_VALUE = /^[A-Za-z0-9][A-Za-z0-9._/:-]*$/
+const PLAIN_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/
+const CORE_TYPED =
+  /^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|null|Null|NULL|true|True|TRUE|false|False|FALSE|y|Y|n|N|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$/
+
+function plainScalar(v: unknown, key: boolean): string | undefined {
+  if (typeof v === 'string') {
+    if (!(key ? PLAIN_KEY : PLAIN_VALUE).test(v) || CORE_TYPED.test(v) || v.endsWith(':')) return undefined
+    return v
+  }
+  if (key) return undefined
+  if (v === null) return 'null'
+  if (v === true) return 'true'
+  if (v === false) return 'false'
+  if (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0)) return String(v)
+  return undefined
+}
+
+type Plain = Record<string, unknown>
+const isPlainObject = (v: unknown): v is Plain => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** Lines of a map at `indent`, the first one starting with `first` instead; false when a value is not simple. */
+function mapLines(obj: Plain, indent: string, first: string, out: string[]): boolean {
+  let lead = first
+  let lines = 0
+  for (const k in obj) {
+    if (!Object.hasOwn(obj, k)) continue
+    const key = plainScalar(k, true)
+    if (key === undefined) return false
+    const v = obj[k]
+    if (Array.isArray(v)) {
+      if (v.length === 0) out.push(`${lead}${key}: []\n`)
+      else {
+        out.push(`${lead}${key}:\n`)
+        const inner = `${indent}  `
+        for (const x of v) {
+          if (isPlainObject(x)) {
+            if (Object.keys(x).length === 0) out.push(`${inner}- {}\n`)
+            else if (!mapLines(x, `${inner}  `, `${inner}- `, out)) return false
+          } else {
+            const s = plainScalar(x, false)
+            if (s === undefined) return false
+            out.push(`${inner}- ${s}\n`)
+          }
+        }
+      }
+    } else if (isPlainObject(v)) {
+      if (Object.keys(v).length === 0) out.push(`${lead}${key}: {}\n`)
+      else {
+        out.push(`${lead}${key}:\n`)
+        if (!mapLines(v, `${indent}  `, `${indent}  `, out)) return false
+      }
+    } else {
+      const s = plainScalar(v, false)
+      if (s === undefined) return false
+      out.push(`${lead}${key}: ${s}\n`)
+    }
+    lead = indent
+    lines++
+  }
+  return lines > 0
+}
+
+/**
+ * One item of a YAML List's `items` (`  - …`, its lines indented by 4), exactly as the `yaml` package writes it
+ * inside `{apiVersion, items, kind, metadata}` with `lineWidth: 0`: written directly when every key and value is
+ * simple (the common resource), else by the package itself. Lets a List of 500,000 items be written one item at
+ * a time (`datastore export`) rather than as one document held in memory.
+ */
+export function yamlListItem(item: unknown): string {
+  if (isPlainObject(item)) {
+    const out: string[] = []
+    if (mapLines(item, '    ', '  - ', out)) return out.join('')
+  }
+  const head = 'apiVersion: v\nitems:\n'
+  const tail = 'kind: L\nmetadata: {}\n'
+  const text = loadYaml().stringify({apiVersion: 'v', items: [item], kind: 'L', metadata: {}}, {lineWidth: 0})
+  if (!text.startsWith(head) || !text.endsWith(tail)) throw new Error(`internal: unexpected YAML layout ${text}`)
+  return text.slice(head.length, text.length - tail.length)
+}
