@@ -249,6 +249,14 @@ function strMap(v: JsonValue | undefined): Record<string, string> | undefined {
   if (v === undefined || v === null) return undefined
   if (typeof v !== 'object' || Array.isArray(v))
     throw new ValidationError('malformed block: attribute map is not an object')
+  // Nearly always every value is a string already: the parsed object is then the map (no copy per allocation).
+  let strings = true
+  for (const k in v)
+    if (typeof v[k] !== 'string') {
+      strings = false
+      break
+    }
+  if (strings) return v as Record<string, string>
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)]))
 }
 

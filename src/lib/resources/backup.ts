@@ -160,7 +160,7 @@ export async function writeExport(store: Store, write: (chunk: string) => void):
         visit: (kv) => {
           if (!accept(kv.key)) return
           out.push(n++ === 0 ? `${member(name)}[\n    ` : ',\n    ')
-          out.push(indentJson(ipamEntry(kv)).replaceAll('\n', '\n    '))
+          out.push(indentJson(ipamEntry(kv), '  ', '    '))
         },
       }
     if (n > 0) out.push('\n  ]')
@@ -219,8 +219,7 @@ export async function writeExport(store: Store, write: (chunk: string) => void):
       yield {
         prefix: keys.ipamConfig(),
         visit: (kv) => {
-          if (kv.key === keys.ipamConfig())
-            out.push(member('config') + indentJson(ipamEntry(kv)).replaceAll('\n', '\n  '))
+          if (kv.key === keys.ipamConfig()) out.push(member('config') + indentJson(ipamEntry(kv), '  ', '  '))
         },
       }
     out.push(ipamMembers > 0 ? '\n}\n' : '}\n')
