@@ -27,7 +27,7 @@ Everything comes from one consistent read of the store, which is only read. Keys
     // Written as it is read: the text of a large store is never held whole (writeExport).
     const r = flags.output
       ? await writeExportFile(flags.output, (write) => writeExport(ctx.store, write))
-      : await writeExport(ctx.store, (chunk) => this.out(chunk))
+      : await writeExport(ctx.store, (chunk) => process.stdout.write(chunk))
     if (r.skipped.length > 0)
       process.stderr.write(
         `Warning: ${r.skipped.length} key(s) under ${CALICO_PREFIX} have no place in the export format and were left out: ${r.skipped.slice(0, 5).join(', ')}${r.skipped.length > 5 ? ', …' : ''}\n`,

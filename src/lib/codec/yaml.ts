@@ -17,10 +17,27 @@ const PLAIN_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/
 const CORE_TYPED =
   /^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|null|Null|NULL|true|True|TRUE|false|False|FALSE|y|Y|n|N|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$/
 
+/** Whether a string may be written plain (see PLAIN_VALUE); only a digit first or 1–5 characters can be typed. */
+function plainString(v: string, key: boolean): boolean {
+  if (!(key ? PLAIN_KEY : PLAIN_VALUE).test(v) || v.endsWith(':')) return false
+  const c = v.charCodeAt(0)
+  return !((v.length <= 5 || (c >= 48 && c <= 57)) && CORE_TYPED.test(v))
+}
+
+/** Keys repeat in every resource: each is tested once (up to a bound, for stores of unusual keys). */
+const plainKeys = new Map<string, boolean>()
+
 function plainScalar(v: unknown, key: boolean): string | undefined {
   if (typeof v === 'string') {
-    if (!(key ? PLAIN_KEY : PLAIN_VALUE).test(v) || CORE_TYPED.test(v) || v.endsWith(':')) return undefined
-    return v
+    if (key) {
+      let ok = plainKeys.get(v)
+      if (ok === undefined) {
+        ok = plainString(v, true)
+        if (plainKeys.size < 10_000) plainKeys.set(v, ok)
+      }
+      return ok ? v : undefined
+    }
+    return plainString(v, false) ? v : undefined
   }
   if (key) return undefined
   if (v === null) return 'null'

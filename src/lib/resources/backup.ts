@@ -88,24 +88,31 @@ function ipamEntry(kv: KeyValue): string {
   return `{"Key":${encodeJson(kv.key)},"Value":${value},"TTL":0}`
 }
 
-/** Export text is handed on in pieces of about this many characters. */
-const CHUNK_CHARS = 1 << 20
+/** Export text is handed on in pieces of this many bytes (UTF-8). */
+const CHUNK_BYTES = 1 << 20
 
-/** Collects small strings and hands them on in large pieces. */
+/** Encodes small strings straight into a buffer and hands it on when full: no large joined string. */
 class Chunks {
-  private parts: string[] = []
-  private size = 0
-  constructor(private readonly sink: (chunk: string) => void) {}
+  private buf = Buffer.allocUnsafe(CHUNK_BYTES)
+  private used = 0
+  constructor(private readonly sink: (chunk: Uint8Array) => void) {}
   push(s: string): void {
-    this.parts.push(s)
-    this.size += s.length
-    if (this.size >= CHUNK_CHARS) this.flush()
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (this.used + s.length * 3 > CHUNK_BYTES) {
+      this.flush()
+      if (s.length * 3 > CHUNK_BYTES) {
+        this.sink(Buffer.from(s))
+        return
+      }
+    }
+    this.used += this.buf.write(s, this.used, 'utf8')
   }
   flush(): void {
-    if (this.parts.length === 0) return
-    this.sink(this.parts.join(''))
-    this.parts = []
-    this.size = 0
+    if (this.used === 0) return
+    // A new buffer each time: the sink may keep the one it was given (a pipe that is not ready yet).
+    this.sink(this.buf.subarray(0, this.used))
+    this.buf = Buffer.allocUnsafe(CHUNK_BYTES)
+    this.used = 0
   }
 }
 
@@ -126,7 +133,7 @@ const isHandle = (key: string): boolean =>
  * it is read, so that a List of 500,000 WorkloadEndpoints is never held, as objects or as text. First the keys
  * (which kinds exist, which keys the format has no place for), then each part's values in the file's order.
  */
-export async function writeExport(store: Store, write: (chunk: string) => void): Promise<ExportSummary> {
+export async function writeExport(store: Store, write: (chunk: Uint8Array) => void): Promise<ExportSummary> {
   const out = new Chunks(write)
   const counts = {resources: 0, blocks: 0, affinities: 0, handles: 0, config: 0}
   const skipped: string[] = []
@@ -231,9 +238,9 @@ export async function writeExport(store: Store, write: (chunk: string) => void):
 
 /** Everything under /calico/ of one consistent read, as the export file's text (writeExport, held whole). */
 export async function exportText(store: Store): Promise<ExportResult> {
-  const parts: string[] = []
+  const parts: Uint8Array[] = []
   const r = await writeExport(store, (chunk) => parts.push(chunk))
-  return {...r, text: parts.join('')}
+  return {...r, text: Buffer.concat(parts).toString('utf8')}
 }
 
 /**
@@ -245,7 +252,7 @@ export async function exportText(store: Store): Promise<ExportResult> {
  */
 export async function writeExportFile<T>(
   file: string,
-  fill: (write: (chunk: string) => void) => Promise<T>,
+  fill: (write: (chunk: Uint8Array) => void) => Promise<T>,
 ): Promise<T> {
   let existing: string | undefined
   try {

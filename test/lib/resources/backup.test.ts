@@ -130,7 +130,9 @@ function entries(): {key: string; value: string}[] {
     const odd =
       i === 17
         ? {description: 'two\nlines', note: 'a: b', empty: '', yes: 'yes', num: 1.5, big: '0x1F', list: [[1, 2], {}]}
-        : {}
+        : i % 13 === 0
+          ? {description: `café 日本 ${i}`}
+          : {}
     const w = wep(i, odd)
     put(`${RES}workloadendpoints/default/${w.metadata.name}`, w)
     put(`/calico/ipam/v2/handle/k8s-pod-network.${i}`, {block: {[`10.0.${i >> 8}.0/26`]: 1}, deleted: false})
@@ -188,10 +190,10 @@ describe('writeExport', () => {
       const store = await filled(open())
       try {
         const want = reference(await store.list('/calico/'))
-        const pieces: string[] = []
+        const pieces: Uint8Array[] = []
         const r = await writeExport(store, (chunk) => pieces.push(chunk))
         assert.ok(pieces.length > 2, `${pieces.length} pieces`)
-        assert.equal(pieces.join(''), want.text)
+        assert.equal(Buffer.concat(pieces).toString('utf8'), want.text)
         assert.deepEqual(r.skipped, want.skipped)
         assert.deepEqual(r.counts, {resources: 3010, blocks: 40, affinities: 41, handles: 3000, config: 1})
         assert.equal((await exportText(store)).text, want.text)
@@ -215,7 +217,7 @@ describe('writeExportFile', () => {
     fs.writeFileSync(file, earlier)
     await assert.rejects(
       writeExportFile(file, async (write) => {
-        write('apiVersion: projectcalico.org/v3\npartial')
+        write(Buffer.from('apiVersion: projectcalico.org/v3\npartial'))
         throw new Error('the store stopped answering')
       }),
       /the store stopped answering/,
@@ -223,8 +225,8 @@ describe('writeExportFile', () => {
     assert.equal(fs.readFileSync(file, 'utf8'), earlier)
     assert.deepEqual(fs.readdirSync(dir), ['backup.txt'])
     const r = await writeExportFile(file, async (write) => {
-      write('apiVersion: projectcalico.org/v3\n')
-      write('new\n')
+      write(Buffer.from('apiVersion: projectcalico.org/v3\n'))
+      write(Buffer.from('new\n'))
       return 7
     })
     assert.equal(r, 7)
