@@ -54,7 +54,11 @@ export function cloneBlock(b: Block): Block {
 }
 
 /** Handle IDs from very old data may carry a trailing `\r…`; upstream cuts it off. */
-export const sanitizeHandle = (h: string): string => h.split('\r')[0]!
+export const sanitizeHandle = (h: string): string => {
+  // indexOf, not split: this runs for every allocation of a whole-store scan (ipam check).
+  const cr = h.indexOf('\r')
+  return cr < 0 ? h : h.slice(0, cr)
+}
 
 export const ownerHost = (b: Block): string | undefined =>
   b.affinity?.startsWith('host:') ? b.affinity.slice(5) : undefined

@@ -24,7 +24,11 @@ export interface PoolBlocks {
   readonly unclaimed: bigint
 }
 
-const fmt = (n: bigint | number): string => n.toLocaleString('en-US')
+/**
+ * A whole number with thousands separators, as toLocaleString('en-US') writes it, without that call's first-use
+ * cost (loading the locale data is ~10 ms of `ipam show`).
+ */
+const fmt = (n: bigint | number): string => String(n).replace(/\B(?=(\d{3})+$)/g, ',')
 
 /**
  * Every pool's block count and how many of its blocks exist, from the block keys; or from `blocks`, the CIDR of

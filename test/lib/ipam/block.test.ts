@@ -2,6 +2,7 @@ import {describe, test} from 'node:test'
 import assert from 'node:assert/strict'
 import {
   blockOccupancy,
+  sanitizeHandle,
   blockProblems,
   cloneBlock,
   decodeBlock,
@@ -554,4 +555,12 @@ describe('blockOccupancy', () => {
     assert.equal(blockOccupancy('{"cidr":'), undefined)
     assert.equal(blockOccupancy('[]'), undefined)
   })
+})
+
+test('sanitizeHandle cuts a handle ID at its first carriage return, as upstream does', () => {
+  assert.equal(sanitizeHandle('k8s-pod-network.abc'), 'k8s-pod-network.abc')
+  assert.equal(sanitizeHandle('k8s-pod-network.abc\r\neth0'), 'k8s-pod-network.abc')
+  assert.equal(sanitizeHandle('a\rb\rc'), 'a')
+  assert.equal(sanitizeHandle('\r'), '')
+  assert.equal(sanitizeHandle(''), '')
 })
