@@ -109,3 +109,51 @@ export function yamlListItem(item: unknown): string {
   if (!text.startsWith(head) || !text.endsWith(tail)) throw new Error(`internal: unexpected YAML layout ${text}`)
   return text.slice(head.length, text.length - tail.length)
 }
+
+const SIMPLE_LINE = /^( *)([^ :]+):(?: (.*))?$/
+/**
+ * Reading also takes `,` inside a plain value (a list of etcd endpoints) and `/` first (a path), which the writer
+ * leaves to the package; never a space, so never `: ` or ` #`.
+ */
+const READ_PLAIN = /^[A-Za-z0-9/][A-Za-z0-9._/:,-]*$/
+
+/**
+ * A document that is only block maps of plain strings (`key: value`, nested maps indented deeper, `{}` for an
+ * empty one), the subset yamlListItem writes and the shape of a typical config file: read without loading the
+ * `yaml` package, whose loading is ~30 ms of a command's start. Undefined for anything else (comments, quotes,
+ * lists, numbers, booleans, anchors, markers, tabs, CRs, duplicate keys, …): the caller parses it with the package.
+ */
+export function parseSimpleYaml(text: string): Record<string, unknown> | undefined {
+  const lines = text.split('\n')
+  if (lines.at(-1) === '') lines.pop()
+  if (lines.length === 0) return undefined
+  const root: Record<string, unknown> = {}
+  /** Open maps, innermost last, with the indent of their keys. */
+  const open: {indent: number; map: Record<string, unknown>}[] = [{indent: 0, map: root}]
+  /** The map whose key ended with `:` and nothing after it: the next line, indented deeper, opens it. */
+  let pending: {indent: number; map: Record<string, unknown>} | undefined
+  for (const line of lines) {
+    const m = SIMPLE_LINE.exec(line)
+    if (!m) return undefined
+    const indent = m[1]!.length
+    const key = m[2]!
+    const value = m[3]
+    if (pending) {
+      if (indent <= open.at(-1)!.indent) return undefined
+      open.push({indent, map: pending.map})
+      pending = undefined
+    }
+    while (open.length > 1 && indent < open.at(-1)!.indent) open.pop()
+    const level = open.at(-1)!
+    if (indent !== level.indent || !plainString(key, true) || Object.hasOwn(level.map, key)) return undefined
+    if (value === undefined) {
+      const map: Record<string, unknown> = {}
+      level.map[key] = map
+      pending = {indent, map}
+    } else if (value === '{}') level.map[key] = {}
+    else if (READ_PLAIN.test(value) && !value.endsWith(':') && !CORE_TYPED.test(value)) level.map[key] = value
+    else return undefined
+  }
+  // A key with nothing after it and nothing under it is null in YAML, not a map.
+  return pending ? undefined : root
+}

@@ -3,7 +3,7 @@
 // every quoting rule of YAML 1.2's core schema, and on shapes the direct writer leaves to the package.
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
-import {loadYaml, yamlListItem} from '../../../src/lib/codec/yaml.ts'
+import {loadYaml, parseSimpleYaml, yamlListItem} from '../../../src/lib/codec/yaml.ts'
 
 const HEAD = 'apiVersion: v\nitems:\n'
 const TAIL = 'kind: L\nmetadata: {}\n'
@@ -131,4 +131,55 @@ test('yamlListItem: shapes left to the package come out the same', () => {
       byPackage(item),
       JSON.stringify(item, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)),
     )
+})
+
+test('parseSimpleYaml reads what the yaml package reads, or leaves the document to it', () => {
+  const simple = [
+    'apiVersion: projectcalico.org/v3\nkind: CalicoAPIConfig\nspec: {}\n',
+    'apiVersion: projectcalico.org/v3\nkind: CalicoAPIConfig\nmetadata:\n  name: x\nspec:\n  datastoreType: etcdv3\n  etcdEndpoints: http://127.0.0.1:2379,http://10.0.0.2:2379\n  etcdKeyFile: /etc/calico/key.pem\n',
+    'a:\n    b:\n        c: d\n    e: f\ng: h',
+    'spec:\n  datastorePath: /var/lib/ipamctl/ipam.db\n',
+    'a: 1,2\nb: x,\nc: 1.5,2\nd: /\ne: //x:1\n',
+  ]
+  const left = [
+    '',
+    '# comment\nkind: X\n',
+    'kind: X # comment\n',
+    "kind: 'X'\n",
+    'kind: "X"\n',
+    'spec:\n',
+    'spec:\nkind: X\n',
+    'a: 1\n',
+    'a: true\n',
+    'a: null\n',
+    'a: yes\n',
+    'a: ~\n',
+    'a: []\n',
+    'a: {b: c}\n',
+    'a: b\na: c\n',
+    'a: b\r\n',
+    '---\na: b\n',
+    '  a: b\n',
+    'a:\n  b: c\n d: e\n',
+    'a:\n  - b\n',
+    'a: &x b\n',
+    'a: b: c\n',
+    'a:b\n',
+    'a:  b\n',
+    '\ta: b\n',
+    'a: b \n',
+    'a: |\n  b\n',
+    'a: ,b\n',
+    'a: b,:\n',
+  ]
+  for (const text of simple) {
+    const got = parseSimpleYaml(text)
+    assert.ok(got, text)
+    assert.deepEqual(got, loadYaml().parse(text), text)
+  }
+  for (const text of left) {
+    const got = parseSimpleYaml(text)
+    if (got !== undefined) assert.deepEqual(got, loadYaml().parse(text), text)
+    assert.equal(got, undefined, text)
+  }
 })
