@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
-import {exportText, writeExportFile} from '../../lib/resources/backup.js'
+import {writeExport, writeExportFile} from '../../lib/resources/backup.js'
 import {CALICO_PREFIX} from '../../lib/store/admin.js'
 
 export default class DatastoreExport extends BaseCommand {
@@ -24,17 +24,19 @@ Everything comes from one consistent read of the store, which is only read. Keys
   async run(): Promise<void> {
     const {flags} = await this.parse(DatastoreExport)
     const ctx = await this.ctx(flags)
-    const r = exportText(await ctx.store.list(CALICO_PREFIX))
+    // Written as it is read: the text of a large store is never held whole (writeExport).
+    const r = flags.output
+      ? await writeExportFile(flags.output, (write) => writeExport(ctx.store, write))
+      : await writeExport(ctx.store, (chunk) => process.stdout.write(chunk))
     if (r.skipped.length > 0)
       process.stderr.write(
         `Warning: ${r.skipped.length} key(s) under ${CALICO_PREFIX} have no place in the export format and were left out: ${r.skipped.slice(0, 5).join(', ')}${r.skipped.length > 5 ? ', …' : ''}\n`,
       )
     if (flags.output) {
-      writeExportFile(flags.output, r.text)
       const c = r.counts
       this.out(
         `Exported ${c.resources} resources, ${c.blocks} blocks, ${c.affinities} block affinities, ${c.handles} handles${c.config ? ' and the IPAM configuration' : ''} to ${flags.output}\n`,
       )
-    } else this.out(r.text)
+    }
   }
 }

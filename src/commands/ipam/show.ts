@@ -5,6 +5,8 @@ import {render} from '../../cli/render.js'
 import {borrowedTable, configTable, utilizationTable} from '../../cli/views.js'
 import {loadConfig} from '../../lib/ipam/context.js'
 import {claimableLine, poolBlocks} from '../../lib/ipam/capacity-use.js'
+import type {Cidr} from '../../lib/net/cidr.js'
+import {parseBlockKey} from '../../lib/store/keys.js'
 import {assertValidIpText, borrowedIps, ipStatus, type IpStatus, utilization} from '../../lib/ipam/query.js'
 
 export default class IpamShow extends BaseCommand {
@@ -42,17 +44,19 @@ export default class IpamShow extends BaseCommand {
       this.out(render(fmt, c, () => configTable(c)))
     } else {
       const progress = terminalProgress()
+      const blockCidrs: Cidr[] = []
       const u = await utilization(ctx, {
+        onKey: (key) => {
+          const cidr = parseBlockKey(key)
+          if (cidr) blockCidrs.push(cidr)
+        },
         onProgress: progress && ((done, total) => progress.update('Reading blocks', done, total)),
       })
       progress?.clear()
       // The bar column is for people at a terminal; piped output keeps calicoctl's exact table, with one line
       // after it (JSON and YAML stay as they were).
-      const claimable =
-        fmt === 'table'
-          ? `${claimableLine(await poolBlocks(ctx))}
-`
-          : ''
+      // The block keys were just read: they need not be listed again.
+      const claimable = fmt === 'table' ? `${claimableLine(await poolBlocks(ctx, undefined, blockCidrs))}\n` : ''
       this.out(
         render(
           fmt,

@@ -254,53 +254,67 @@ export function rawMembers(text: string): {key: string; text: string}[] {
 
 /** The JSON text without insignificant whitespace (Go's json.Compact). */
 export function compactJson(text: string): string {
+  // Runs of text between whitespace are copied whole: stored values are mostly compact already.
   let out = ''
-  for (let i = 0; i < text.length; ) {
-    const c = text[i]!
-    if (c === '"') {
-      const end = skipValue(text, i)
-      out += text.slice(i, end)
-      i = end
-    } else {
-      if (c !== ' ' && c !== '\n' && c !== '\r' && c !== '\t') out += c
-      i++
-    }
+  let run = 0
+  const n = text.length
+  for (let i = 0; i < n; ) {
+    const c = text.charCodeAt(i)
+    if (c === 34) i = stringEnd(text, i)
+    else if (c === 32 || c === 10 || c === 13 || c === 9) {
+      if (run < i) out += text.slice(run, i)
+      run = ++i
+    } else i++
   }
-  return out
+  return run === 0 ? text : out + text.slice(run)
+}
+
+/** The index just after the JSON string that starts at `i` (its end, if it is unterminated). */
+function stringEnd(text: string, i: number): number {
+  const n = text.length
+  for (i++; i < n; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 34) return i + 1
+    if (c === 92) i++
+  }
+  return n
 }
 
 /**
  * Compact JSON re-indented as Go's json.Indent (and so json.MarshalIndent) lays it out: one member per line,
- * `": "` after keys, and empty objects and arrays kept as `{}` and `[]`.
+ * `": "` after keys, and empty objects and arrays kept as `{}` and `[]`. As json.Indent's `prefix`, every line
+ * after the first starts with `prefix` (for a value placed inside an indented document).
  */
-export function indentJson(compact: string, indent = '  '): string {
-  const parts: string[] = []
+export function indentJson(compact: string, indent = '  ', prefix = ''): string {
+  // Runs of text between structural characters are copied whole.
+  let out = ''
+  let run = 0
   let depth = 0
-  const newline = () => `\n${indent.repeat(depth)}`
-  for (let i = 0; i < compact.length; ) {
-    const c = compact[i]!
-    if (c === '"') {
-      const end = skipValue(compact, i)
-      parts.push(compact.slice(i, end))
-      i = end
-      continue
-    }
-    if (c === '{' || c === '[') {
-      const close = c === '{' ? '}' : ']'
-      if (compact[i + 1] === close) {
-        parts.push(c + close)
+  const n = compact.length
+  const newline = () => `\n${prefix}${indent.repeat(depth)}`
+  for (let i = 0; i < n; ) {
+    const c = compact.charCodeAt(i)
+    if (c === 34) {
+      i = stringEnd(compact, i)
+    } else if (c === 123 || c === 91) {
+      if (compact.charCodeAt(i + 1) === (c === 123 ? 125 : 93)) {
         i += 2
         continue
       }
       depth++
-      parts.push(c + newline())
-    } else if (c === '}' || c === ']') {
+      out += compact.slice(run, i + 1) + newline()
+      run = ++i
+    } else if (c === 125 || c === 93) {
       depth--
-      parts.push(newline() + c)
-    } else if (c === ',') parts.push(`,${newline()}`)
-    else if (c === ':') parts.push(': ')
-    else parts.push(c)
-    i++
+      out += compact.slice(run, i) + newline() + compact[i]
+      run = ++i
+    } else if (c === 44) {
+      out += `${compact.slice(run, i)},${newline()}`
+      run = ++i
+    } else if (c === 58) {
+      out += `${compact.slice(run, i)}: `
+      run = ++i
+    } else i++
   }
-  return parts.join('')
+  return out + compact.slice(run)
 }

@@ -6,3 +6,154 @@ type Yaml = typeof import('yaml')
 let yaml: Yaml | undefined
 
 export const loadYaml = (): Yaml => (yaml ??= createRequire(import.meta.url)('yaml') as Yaml)
+
+/**
+ * A string the `yaml` package writes as it is (plain) at any place in block style: letters, digits and `._/-`
+ * (`:` too in values, never last nor before a space), starting with a letter or digit, and not read back as
+ * another type by YAML 1.2's core schema (numbers, booleans, null). Anything else goes through the package.
+ */
+const PLAIN_VALUE = /^[A-Za-z0-9][A-Za-z0-9._/:-]*$/
+const PLAIN_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/
+const CORE_TYPED =
+  /^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|null|Null|NULL|true|True|TRUE|false|False|FALSE|y|Y|n|N|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$/
+
+/** Whether a string may be written plain (see PLAIN_VALUE); only a digit first or 1–5 characters can be typed. */
+function plainString(v: string, key: boolean): boolean {
+  if (!(key ? PLAIN_KEY : PLAIN_VALUE).test(v) || v.endsWith(':')) return false
+  const c = v.charCodeAt(0)
+  return !((v.length <= 5 || (c >= 48 && c <= 57)) && CORE_TYPED.test(v))
+}
+
+/** Keys repeat in every resource: each is tested once (up to a bound, for stores of unusual keys). */
+const plainKeys = new Map<string, boolean>()
+
+function plainScalar(v: unknown, key: boolean): string | undefined {
+  if (typeof v === 'string') {
+    if (key) {
+      let ok = plainKeys.get(v)
+      if (ok === undefined) {
+        ok = plainString(v, true)
+        if (plainKeys.size < 10_000) plainKeys.set(v, ok)
+      }
+      return ok ? v : undefined
+    }
+    return plainString(v, false) ? v : undefined
+  }
+  if (key) return undefined
+  if (v === null) return 'null'
+  if (v === true) return 'true'
+  if (v === false) return 'false'
+  if (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0)) return String(v)
+  return undefined
+}
+
+type Plain = Record<string, unknown>
+const isPlainObject = (v: unknown): v is Plain => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** Lines of a map at `indent`, the first one starting with `first` instead; false when a value is not simple. */
+function mapLines(obj: Plain, indent: string, first: string, out: string[]): boolean {
+  let lead = first
+  let lines = 0
+  for (const k in obj) {
+    if (!Object.hasOwn(obj, k)) continue
+    const key = plainScalar(k, true)
+    if (key === undefined) return false
+    const v = obj[k]
+    if (Array.isArray(v)) {
+      if (v.length === 0) out.push(`${lead}${key}: []\n`)
+      else {
+        out.push(`${lead}${key}:\n`)
+        const inner = `${indent}  `
+        for (const x of v) {
+          if (isPlainObject(x)) {
+            if (Object.keys(x).length === 0) out.push(`${inner}- {}\n`)
+            else if (!mapLines(x, `${inner}  `, `${inner}- `, out)) return false
+          } else {
+            const s = plainScalar(x, false)
+            if (s === undefined) return false
+            out.push(`${inner}- ${s}\n`)
+          }
+        }
+      }
+    } else if (isPlainObject(v)) {
+      if (Object.keys(v).length === 0) out.push(`${lead}${key}: {}\n`)
+      else {
+        out.push(`${lead}${key}:\n`)
+        if (!mapLines(v, `${indent}  `, `${indent}  `, out)) return false
+      }
+    } else {
+      const s = plainScalar(v, false)
+      if (s === undefined) return false
+      out.push(`${lead}${key}: ${s}\n`)
+    }
+    lead = indent
+    lines++
+  }
+  return lines > 0
+}
+
+/**
+ * One item of a YAML List's `items` (`  - …`, its lines indented by 4), exactly as the `yaml` package writes it
+ * inside `{apiVersion, items, kind, metadata}` with `lineWidth: 0`: written directly when every key and value is
+ * simple (the common resource), else by the package itself. Lets a List of 500,000 items be written one item at
+ * a time (`datastore export`) rather than as one document held in memory.
+ */
+export function yamlListItem(item: unknown): string {
+  if (isPlainObject(item)) {
+    const out: string[] = []
+    if (mapLines(item, '    ', '  - ', out)) return out.join('')
+  }
+  const head = 'apiVersion: v\nitems:\n'
+  const tail = 'kind: L\nmetadata: {}\n'
+  const text = loadYaml().stringify({apiVersion: 'v', items: [item], kind: 'L', metadata: {}}, {lineWidth: 0})
+  if (!text.startsWith(head) || !text.endsWith(tail)) throw new Error(`internal: unexpected YAML layout ${text}`)
+  return text.slice(head.length, text.length - tail.length)
+}
+
+const SIMPLE_LINE = /^( *)([^ :]+):(?: (.*))?$/
+/**
+ * Reading also takes `,` inside a plain value (a list of etcd endpoints) and `/` first (a path), which the writer
+ * leaves to the package; never a space, so never `: ` or ` #`.
+ */
+const READ_PLAIN = /^[A-Za-z0-9/][A-Za-z0-9._/:,-]*$/
+
+/**
+ * A document that is only block maps of plain strings (`key: value`, nested maps indented deeper, `{}` for an
+ * empty one), the subset yamlListItem writes and the shape of a typical config file: read without loading the
+ * `yaml` package, whose loading is ~30 ms of a command's start. Undefined for anything else (comments, quotes,
+ * lists, numbers, booleans, anchors, markers, tabs, CRs, duplicate keys, …): the caller parses it with the package.
+ */
+export function parseSimpleYaml(text: string): Record<string, unknown> | undefined {
+  const lines = text.split('\n')
+  if (lines.at(-1) === '') lines.pop()
+  if (lines.length === 0) return undefined
+  const root: Record<string, unknown> = {}
+  /** Open maps, innermost last, with the indent of their keys. */
+  const open: {indent: number; map: Record<string, unknown>}[] = [{indent: 0, map: root}]
+  /** The map whose key ended with `:` and nothing after it: the next line, indented deeper, opens it. */
+  let pending: {indent: number; map: Record<string, unknown>} | undefined
+  for (const line of lines) {
+    const m = SIMPLE_LINE.exec(line)
+    if (!m) return undefined
+    const indent = m[1]!.length
+    const key = m[2]!
+    const value = m[3]
+    if (pending) {
+      if (indent <= open.at(-1)!.indent) return undefined
+      open.push({indent, map: pending.map})
+      pending = undefined
+    }
+    while (open.length > 1 && indent < open.at(-1)!.indent) open.pop()
+    const level = open.at(-1)!
+    if (indent !== level.indent || !plainString(key, true) || Object.hasOwn(level.map, key)) return undefined
+    if (value === undefined) {
+      const map: Record<string, unknown> = {}
+      level.map[key] = map
+      pending = {indent, map}
+    } else if (value === '{}') level.map[key] = {}
+    else if (READ_PLAIN.test(value) && !value.endsWith(':') && !CORE_TYPED.test(value)) level.map[key] = value
+    else return undefined
+  }
+  // A key with nothing after it and nothing under it is null in YAML, not a map.
+  return pending ? undefined : root
+}

@@ -3,7 +3,7 @@
 // `ipam plan --pool`, the line `ipam show` adds, and the warning of `pool create` (and `apply`) when a pool
 // cannot give every known node one block.
 import {NotFoundError, ValidationError} from '../errors.js'
-import {containsCidr, parseCidr, subnetCount} from '../net/cidr.js'
+import {type Cidr, containsCidr, parseCidr, subnetCount} from '../net/cidr.js'
 import {keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
 import {type Ctx, listPools, loadConfig} from './context.js'
 import {decodeNode} from './node.js'
@@ -24,12 +24,19 @@ export interface PoolBlocks {
   readonly unclaimed: bigint
 }
 
-const fmt = (n: bigint | number): string => n.toLocaleString('en-US')
+/**
+ * A whole number with thousands separators, as toLocaleString('en-US') writes it, without that call's first-use
+ * cost (loading the locale data is ~10 ms of `ipam show`).
+ */
+const fmt = (n: bigint | number): string => String(n).replace(/\B(?=(\d{3})+$)/g, ',')
 
-/** Every pool's block count and how many of its blocks exist, from the block keys. */
-export async function poolBlocks(ctx: Ctx, pools?: readonly Pool[]): Promise<PoolBlocks[]> {
+/**
+ * Every pool's block count and how many of its blocks exist, from the block keys; or from `blocks`, the CIDR of
+ * every block, when the caller has just read them all (`ipam show`, from utilization) and need not list them again.
+ */
+export async function poolBlocks(ctx: Ctx, pools?: readonly Pool[], blocks?: readonly Cidr[]): Promise<PoolBlocks[]> {
   const all = pools ?? (await listPools(ctx))
-  const blockCidrs = (await ctx.store.listKeys(keys.blockPrefix())).flatMap((k) => parseBlockKey(k) ?? [])
+  const blockCidrs = blocks ?? (await ctx.store.listKeys(keys.blockPrefix())).flatMap((k) => parseBlockKey(k) ?? [])
   return all.map((p) => {
     const blocks = subnetCount(p.cidr, p.spec.blockSize)
     const claimed = BigInt(blockCidrs.filter((c) => c.prefix === p.spec.blockSize && containsCidr(p.cidr, c)).length)

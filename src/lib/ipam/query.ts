@@ -17,7 +17,9 @@ import {keys} from '../store/keys.js'
 import {forEachKv, type KeyValue} from '../store/store.js'
 import {
   type Block,
+  type BlockOccupancy,
   attributeOf,
+  blockOccupancy,
   decodeBlock,
   garbageCollect,
   isCoolingDown,
@@ -182,12 +184,13 @@ export const ORPHANED = 'orphaned allocation blocks'
  * In use counts cooling-down addresses, as upstream does: they cannot be handed out yet.
  */
 /**
+ * `onKey`: called with each block's key, for a caller that needs them too (`ipam show`: which blocks exist).
  * `onProgress`: called as blocks are read, with their total (from a keys-only listing, made only for it). Blocks are
  * streamed and only their counts kept, so a store of 10,000 blocks is never held at once.
  */
 export async function utilization(
   ctx: Ctx,
-  opts: {pools?: string[]; onProgress?: (done: number, total: number) => void} = {},
+  opts: {pools?: string[]; onProgress?: (done: number, total: number) => void; onKey?: (key: string) => void} = {},
 ): Promise<PoolUsage[]> {
   const [all, reservations, config, total] = await Promise.all([
     listPools(ctx),
@@ -217,30 +220,40 @@ export async function utilization(
     blocks: [],
   }))
   const orphans: Usage[] = []
+  /** Each pool's block usage → its CIDR, to sort by without parsing it again. */
+  const order = new Map<Usage, Cidr>()
   const now = ctx.clock.now()
   let done = 0
   await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
     opts.onProgress?.(++done, Math.max(done, total))
-    const block = decodeBlock(kv.value)
-    garbageCollect(block, config.ipCooldownSeconds, now)
-    const size = BigInt(block.allocations.length)
+    opts.onKey?.(kv.key)
+    let block: BlockOccupancy | undefined = blockOccupancy(kv.value)
+    if (!block) {
+      const full = decodeBlock(kv.value)
+      garbageCollect(full, config.ipCooldownSeconds, now)
+      block = {cidr: full.cidr, size: full.allocations.length, unallocated: full.unallocated}
+    }
+    const size = BigInt(block.size)
     const skip = reserved.skipFor(block.cidr)
     // Reserved addresses that are allocated anyway (allocated before the reservation) are not free either way.
     const reservedFree = skip ? BigInt(block.unallocated.filter(skip).length) : 0n
+    const cidr = formatCidr(block.cidr)
     const u: Usage = {
-      name: formatCidr(block.cidr),
-      cidr: formatCidr(block.cidr),
+      name: cidr,
+      cidr,
       capacity: size,
       inUse: size - BigInt(block.unallocated.length),
       reserved: skip ? reserved.reservedIn(block.cidr) : 0n,
       free: BigInt(block.unallocated.length) - reservedFree,
     }
     const g = groups.find((x) => containsCidr(x.cidrObj, block.cidr) || containsCidr(block.cidr, x.cidrObj))
-    if (g) g.blocks.push(u)
-    else if (!opts.pools?.length) orphans.push(u)
+    if (g) {
+      g.blocks.push(u)
+      order.set(u, block.cidr)
+    } else if (!opts.pools?.length) orphans.push(u)
   })
   const out: PoolUsage[] = groups.map(({cidrObj: _c, ...g}) => {
-    g.blocks.sort((a, b) => compareCidr(parseCidr(a.cidr), parseCidr(b.cidr)))
+    g.blocks.sort((a, b) => compareCidr(order.get(a)!, order.get(b)!))
     const inBlocks = g.blocks.reduce((s, b) => s + b.capacity, 0n)
     const inUse = g.blocks.reduce((s, b) => s + b.inUse, 0n)
     const freeInBlocks = g.blocks.reduce((s, b) => s + b.free, 0n)

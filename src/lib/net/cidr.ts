@@ -17,18 +17,28 @@ export interface Cidr {
 
 export const bitsOf = (family: Family): number => (family === 4 ? 32 : 128)
 
-const V4_PART = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/
-
 function parseV4(text: string): bigint | undefined {
-  const parts = text.split('.')
-  if (parts.length !== 4) return undefined
-  let v = 0n
-  for (const p of parts) {
-    // Go rejects leading zeros (ambiguous octal); so do we.
-    if (!V4_PART.test(p)) return undefined
-    v = (v << 8n) | BigInt(p)
+  // One pass over the characters (whole-store scans parse a CIDR per block): four parts of 1-3 digits, each at
+  // most 255, and no leading zeros (Go rejects them as ambiguous octal; so do we).
+  let value = 0
+  let octet = 0
+  let digits = 0
+  let leadingZero = false
+  let parts = 0
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 46
+    if (c === 46) {
+      if (digits === 0 || (leadingZero && digits > 1) || octet > 255 || ++parts > 4) return undefined
+      value = value * 256 + octet
+      octet = 0
+      digits = 0
+    } else if (c >= 48 && c <= 57) {
+      if (digits === 0) leadingZero = c === 48
+      if (++digits > 3) return undefined
+      octet = octet * 10 + (c - 48)
+    } else return undefined
   }
-  return v
+  return parts === 4 ? BigInt(value) : undefined
 }
 
 function parseV6(text: string): bigint | undefined {
@@ -80,7 +90,8 @@ export function parseIp(text: string): Ip {
 /** Canonical text: dotted quad, or RFC 5952 compressed IPv6 (what Go's net.IP.String prints). */
 export function formatIp(family: Family, value: bigint): string {
   if (family === 4) {
-    return [24n, 16n, 8n, 0n].map((s) => ((value >> s) & 0xffn).toString()).join('.')
+    const n = Number(value & 0xffffffffn)
+    return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`
   }
   const groups: number[] = []
   for (let i = 7; i >= 0; i--) groups.push(Number((value >> BigInt(i * 16)) & 0xffffn))
@@ -111,8 +122,16 @@ export function hostMask(family: Family, prefix: number): bigint {
   return (1n << BigInt(bitsOf(family) - prefix)) - 1n
 }
 
+/** Network masks by family and prefix length, made on first use: maskIp runs for every block of a scan. */
+const networkMasks: Record<Family, bigint[]> = {4: [], 6: []}
+
 export function maskIp(family: Family, value: bigint, prefix: number): bigint {
-  return value & ~hostMask(family, prefix) & ((1n << BigInt(bitsOf(family))) - 1n)
+  let mask = networkMasks[family][prefix]
+  if (mask === undefined) {
+    mask = ~hostMask(family, prefix) & ((1n << BigInt(bitsOf(family))) - 1n)
+    if (Number.isInteger(prefix) && prefix >= 0 && prefix <= bitsOf(family)) networkMasks[family][prefix] = mask
+  }
+  return value & mask
 }
 
 /**

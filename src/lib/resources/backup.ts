@@ -2,8 +2,9 @@
 // calicoctl's `datastore migrate export` (docs/calico.md#migrate-export-format), so an export restores into either
 // store exactly and is also what a Calico migration reads.
 import fs from 'node:fs'
+import path from 'node:path'
 import {compactJson, encodeJson, indentJson, parseJson, rawMembers} from '../codec/gojson.js'
-import {loadYaml} from '../codec/yaml.js'
+import {loadYaml, yamlListItem} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import {decodeBlock} from '../ipam/block.js'
 import {isObj, type Obj, parseManifest, poolFrom} from '../ipam/manifest.js'
@@ -16,7 +17,7 @@ import {randomUuid} from '../random.js'
 import {CALICO_PREFIX} from '../store/admin.js'
 import {isKeySegment, keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
 import {MemoryStore} from '../store/memory.js'
-import type {KeyValue, WriteOp} from '../store/store.js'
+import {eachAtOnce, type KeyValue, type Scan, type Store, type WriteOp} from '../store/store.js'
 
 const RESOURCES = '/calico/resources/v3/projectcalico.org/'
 const IPAM = '/calico/ipam/v2/'
@@ -64,11 +65,21 @@ function pluralOf(kind: string): string {
 /** Metadata that only means something inside one datastore: stripped on export, as upstream does. */
 const LOCAL_METADATA = ['uid', 'resourceVersion', 'creationTimestamp']
 
-export interface ExportResult {
-  text: string
+export interface ExportSummary {
   counts: {resources: number; blocks: number; affinities: number; handles: number; config: number}
   /** Keys under /calico/ that the format has no place for (left out, and reported). */
   skipped: string[]
+}
+
+export interface ExportResult extends ExportSummary {
+  text: string
+}
+
+/** One v3 object of the export: its local metadata stripped, as upstream's export does. */
+function exportedItem(kv: KeyValue): string {
+  const obj = parseJson(kv.value) as Obj
+  if (isObj(obj.metadata)) for (const k of LOCAL_METADATA) delete obj.metadata[k]
+  return yamlListItem(obj)
 }
 
 function ipamEntry(kv: KeyValue): string {
@@ -77,75 +88,172 @@ function ipamEntry(kv: KeyValue): string {
   return `{"Key":${encodeJson(kv.key)},"Value":${value},"TTL":0}`
 }
 
-/** Everything under /calico/ of one consistent read, as the export file's text. */
-export function exportText(kvs: readonly KeyValue[]): ExportResult {
-  const byPlural = new Map<string, KeyValue[]>()
-  const blocks: KeyValue[] = []
-  const affinities: KeyValue[] = []
-  const handles: KeyValue[] = []
-  let config: KeyValue | undefined
-  let clusterInfo: KeyValue | undefined
-  const skipped: string[] = []
-  for (const kv of kvs) {
-    if (kv.key.startsWith(RESOURCES)) {
-      const [plural, ...rest] = kv.key.slice(RESOURCES.length).split('/')
-      if (plural === CLUSTER_INFO) {
-        if (rest.join('/') === 'default') clusterInfo = kv
-        else skipped.push(kv.key)
-        continue
+/** Export text is handed on in pieces of this many bytes (UTF-8). */
+const CHUNK_BYTES = 1 << 20
+
+/** Encodes small strings straight into a buffer and hands it on when full: no large joined string. */
+class Chunks {
+  private buf = Buffer.allocUnsafe(CHUNK_BYTES)
+  private used = 0
+  constructor(private readonly sink: (chunk: Uint8Array) => void) {}
+  push(s: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (this.used + s.length * 3 > CHUNK_BYTES) {
+      this.flush()
+      if (s.length * 3 > CHUNK_BYTES) {
+        this.sink(Buffer.from(s))
+        return
       }
-      const list = byPlural.get(plural!) ?? []
-      list.push(kv)
-      byPlural.set(plural!, list)
-    } else if (parseBlockKey(kv.key)) blocks.push(kv)
-    else if (parseAffinityKey(kv.key)) affinities.push(kv)
-    else if (kv.key.startsWith(keys.handlePrefix())) handles.push(kv)
-    else if (kv.key === keys.ipamConfig()) config = kv
-    else skipped.push(kv.key)
+    }
+    this.used += this.buf.write(s, this.used, 'utf8')
   }
-  const plurals = [
-    ...V3_KINDS.map(([p]) => p),
-    ...[...byPlural.keys()].filter((p) => !V3_KINDS.some(([q]) => q === p)).sort(),
-  ]
-  const yaml = loadYaml()
-  const docs = plurals.map((plural) => {
-    const items = (byPlural.get(plural) ?? []).map((kv) => {
-      const obj = parseJson(kv.value) as Obj
-      if (isObj(obj.metadata)) for (const k of LOCAL_METADATA) delete obj.metadata[k]
-      return obj
-    })
-    const kind = V3_KINDS.find(([p]) => p === plural)?.[1] ?? String(items[0]?.kind ?? plural)
-    // The List wrapper's keys sorted, as upstream's YAML printer writes them.
-    return yaml.stringify(
-      {apiVersion: 'projectcalico.org/v3', items, kind: `${kind}List`, metadata: {}},
-      {lineWidth: 0},
-    )
-  })
-  const info = clusterInfo ? indentJson(compactJson(clusterInfo.value)) : 'null'
-  const parts: string[] = []
-  if (affinities.length > 0) parts.push(`"block_affinities":[${affinities.map(ipamEntry).join(',')}]`)
-  if (blocks.length > 0) parts.push(`"blocks":[${blocks.map(ipamEntry).join(',')}]`)
-  if (handles.length > 0) parts.push(`"handles":[${handles.map(ipamEntry).join(',')}]`)
-  if (config) parts.push(`"config":${ipamEntry(config)}`)
-  const ipam = indentJson(`{${parts.join(',')}}`)
-  return {
-    text: `${docs.map((d) => `${d}---\n`).join('')}${SECTION}${info}\n${SECTION}${ipam}\n`,
-    counts: {
-      resources: [...byPlural.values()].reduce((n, l) => n + l.length, 0),
-      blocks: blocks.length,
-      affinities: affinities.length,
-      handles: handles.length,
-      config: config ? 1 : 0,
-    },
-    skipped,
+  flush(): void {
+    if (this.used === 0) return
+    // A new buffer each time: the sink may keep the one it was given (a pipe that is not ready yet).
+    this.sink(this.buf.subarray(0, this.used))
+    this.buf = Buffer.allocUnsafe(CHUNK_BYTES)
+    this.used = 0
   }
+}
+
+/** The plural a resource key is filed under (its first segment after the v3 prefix). */
+const pluralOfKey = (key: string): string => {
+  const rest = key.slice(RESOURCES.length)
+  const slash = rest.indexOf('/')
+  return slash < 0 ? rest : rest.slice(0, slash)
+}
+
+const CLUSTER_INFO_KEY = `${RESOURCES}${CLUSTER_INFO}/default`
+const isAffinity = (key: string): boolean => !parseBlockKey(key) && parseAffinityKey(key) !== undefined
+const isHandle = (key: string): boolean =>
+  key.startsWith(keys.handlePrefix()) && !parseBlockKey(key) && !parseAffinityKey(key)
+
+/**
+ * Everything under /calico/, from one snapshot of the store (`eachAtOnce`), written to `write` piece by piece as
+ * it is read, so that a List of 500,000 WorkloadEndpoints is never held, as objects or as text. First the keys
+ * (which kinds exist, which keys the format has no place for), then each part's values in the file's order.
+ */
+export async function writeExport(store: Store, write: (chunk: Uint8Array) => void): Promise<ExportSummary> {
+  const out = new Chunks(write)
+  const counts = {resources: 0, blocks: 0, affinities: 0, handles: 0, config: 0}
+  const skipped: string[] = []
+  const plurals = new Set<string>()
+  let hasClusterInfo = false
+  const classify = (key: string) => {
+    if (key.startsWith(RESOURCES)) {
+      const plural = pluralOfKey(key)
+      if (plural === CLUSTER_INFO) {
+        if (key === CLUSTER_INFO_KEY) hasClusterInfo = true
+        else skipped.push(key)
+        return
+      }
+      plurals.add(plural)
+      counts.resources++
+    } else if (parseBlockKey(key)) counts.blocks++
+    else if (parseAffinityKey(key)) counts.affinities++
+    else if (key.startsWith(keys.handlePrefix())) counts.handles++
+    else if (key === keys.ipamConfig()) counts.config = 1
+    else skipped.push(key)
+  }
+
+  // The IPAM object, laid out as indentJson lays out the whole of it: each entry is indented on its own.
+  let ipamMembers = 0
+  const member = (name: string) => `${ipamMembers++ === 0 ? '\n' : ',\n'}  ${encodeJson(name)}: `
+  function* ipamArray(name: string, prefixes: string[], accept: (key: string) => boolean): Generator<Scan> {
+    let n = 0
+    for (const prefix of prefixes)
+      yield {
+        prefix,
+        visit: (kv) => {
+          if (!accept(kv.key)) return
+          out.push(n++ === 0 ? `${member(name)}[\n    ` : ',\n    ')
+          out.push(indentJson(ipamEntry(kv), '  ', '    '))
+        },
+      }
+    if (n > 0) out.push('\n  ]')
+  }
+
+  function* scans(): Generator<Scan> {
+    yield {prefix: CALICO_PREFIX, keysOnly: true, visit: (kv) => classify(kv.key)}
+    const ordered = [
+      ...V3_KINDS.map(([p]) => p),
+      ...[...plurals].filter((p) => !V3_KINDS.some(([q]) => q === p)).sort(),
+    ]
+    for (const plural of ordered) {
+      out.push('apiVersion: projectcalico.org/v3\n')
+      let first: string | undefined
+      if (plurals.has(plural))
+        yield {
+          prefix: `${RESOURCES}${plural}`,
+          visit: (kv) => {
+            if (pluralOfKey(kv.key) !== plural) return
+            if (first === undefined) {
+              out.push('items:\n')
+              first = kv.value
+            }
+            out.push(exportedItem(kv))
+          },
+        }
+      if (first === undefined) out.push('items: []\n')
+      const known = V3_KINDS.find(([p]) => p === plural)?.[1]
+      // The List wrapper's keys sorted, as upstream's YAML printer writes them.
+      out.push(
+        known
+          ? `kind: ${known}List\nmetadata: {}\n`
+          : loadYaml().stringify(
+              {
+                kind: `${String((first === undefined ? undefined : (parseJson(first) as Obj).kind) ?? plural)}List`,
+                metadata: {},
+              },
+              {lineWidth: 0},
+            ),
+      )
+      out.push('---\n')
+    }
+    let info = 'null'
+    if (hasClusterInfo)
+      yield {
+        prefix: CLUSTER_INFO_KEY,
+        visit: (kv) => {
+          if (kv.key === CLUSTER_INFO_KEY) info = indentJson(compactJson(kv.value))
+        },
+      }
+    out.push(`${SECTION}${info}\n${SECTION}{`)
+    yield* ipamArray('block_affinities', [`${IPAM}host/`, `${IPAM}virtual/`], isAffinity)
+    yield* ipamArray('blocks', [keys.blockPrefix()], (key) => parseBlockKey(key) !== undefined)
+    yield* ipamArray('handles', [keys.handlePrefix()], isHandle)
+    if (counts.config)
+      yield {
+        prefix: keys.ipamConfig(),
+        visit: (kv) => {
+          if (kv.key === keys.ipamConfig()) out.push(member('config') + indentJson(ipamEntry(kv), '  ', '  '))
+        },
+      }
+    out.push(ipamMembers > 0 ? '\n}\n' : '}\n')
+  }
+  await eachAtOnce(store, scans())
+  out.flush()
+  return {counts, skipped}
+}
+
+/** Everything under /calico/ of one consistent read, as the export file's text (writeExport, held whole). */
+export async function exportText(store: Store): Promise<ExportResult> {
+  const parts: Uint8Array[] = []
+  const r = await writeExport(store, (chunk) => parts.push(chunk))
+  return {...r, text: Buffer.concat(parts).toString('utf8')}
 }
 
 /**
  * Write the export to a file the operator names: created 0600 (it holds the whole cluster's state); an existing
- * file is replaced only if it is an earlier export, so a mistyped `-o` (the datastore file, say) is refused.
+ * file is replaced only if it is an earlier export, so a mistyped `-o` (the datastore file, say) is refused. The
+ * text is streamed by `fill` into a new file beside it (`.<name>.<pid>.tmp`, 0600, created exclusively) that is
+ * renamed over `file` once complete, so an export that fails midway (a store that stops answering) leaves an
+ * earlier export as it was, and the partial file is removed.
  */
-export function writeExportFile(file: string, text: string): void {
+export async function writeExportFile<T>(
+  file: string,
+  fill: (write: (chunk: Uint8Array) => void) => Promise<T>,
+): Promise<T> {
   let existing: string | undefined
   try {
     const fd = fs.openSync(file, 'r')
@@ -163,11 +271,37 @@ export function writeExportFile(file: string, text: string): void {
   }
   if (existing !== undefined && existing !== '' && !/^apiVersion: projectcalico\.org\/v3\n/.test(existing))
     throw new ValidationError(`${file} exists and is not an earlier datastore export; refusing to overwrite it`)
+  const cannot = (err: unknown) =>
+    new ValidationError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`)
+  let fd: number
   try {
-    fs.writeFileSync(file, text, {mode: 0o600})
-    fs.chmodSync(file, 0o600)
+    fd = fs.openSync(tmp, 'wx', 0o600)
   } catch (err) {
-    throw new ValidationError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw cannot(err)
+  }
+  let done = false
+  try {
+    const result = await fill((chunk) => {
+      try {
+        fs.writeSync(fd, chunk)
+      } catch (err) {
+        throw cannot(err)
+      }
+    })
+    try {
+      fs.fchmodSync(fd, 0o600)
+      fs.closeSync(fd)
+      fd = -1
+      fs.renameSync(tmp, file)
+    } catch (err) {
+      throw cannot(err)
+    }
+    done = true
+    return result
+  } finally {
+    if (fd >= 0) fs.closeSync(fd)
+    if (!done) fs.rmSync(tmp, {force: true})
   }
 }
 

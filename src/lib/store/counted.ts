@@ -1,7 +1,7 @@
 // A Store that counts what it does: every call is one datastore round trip, and a transaction whose guards
 // fail is a lost compare-and-swap race (the retry helper then re-reads and tries again). The agent exports
 // both as metrics, which is how its batching shows; the benchmarks report round trips per operation with it.
-import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
+import type {Condition, KeyValue, ReadRequest, ReadResult, Scan, Store, TxnResult, WriteOp} from './store.js'
 
 export type StoreOp = 'get' | 'list' | 'listKeys' | 'read' | 'each' | 'txn' | 'revision'
 
@@ -27,6 +27,7 @@ export class CountedStore implements Store {
 
   read?: (req: ReadRequest) => Promise<ReadResult>
   each?: (prefix: string, visit: (kv: KeyValue) => void, opts?: {keysOnly?: boolean}) => Promise<void>
+  eachAtOnce?: (scans: Iterable<Scan>) => Promise<void>
 
   constructor(private readonly inner: Store) {
     // Forwarded only when the inner store has them, so that readMany()/forEachKv() make the same requests
@@ -40,6 +41,12 @@ export class CountedStore implements Store {
       this.each = (prefix, visit, opts) => {
         this.counts.calls.each++
         return inner.each!(prefix, visit, opts)
+      }
+    // Counted as one `each`: a snapshot scan is a few streamed reads, like a few `each` calls.
+    if (inner.eachAtOnce)
+      this.eachAtOnce = (scans) => {
+        this.counts.calls.each++
+        return inner.eachAtOnce!(scans)
       }
   }
 

@@ -4,7 +4,7 @@
 // writing (bad input, nothing to do) leaves no store behind, and "created new datastore" is said only by the
 // process whose write created it. If another process creates the file meanwhile, it is opened and used.
 import {embeddedDescription, SqliteStore, storeFileExists} from './sqlite.js'
-import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
+import type {Condition, KeyValue, ReadRequest, ReadResult, Scan, Store, TxnResult, WriteOp} from './store.js'
 
 export class CreateOnWriteStore implements Store {
   readonly description: string
@@ -44,6 +44,10 @@ export class CreateOnWriteStore implements Store {
 
   async each(prefix: string, visit: (kv: KeyValue) => void, opts?: {keysOnly?: boolean}): Promise<void> {
     await this.existing()?.each(prefix, visit, opts)
+  }
+
+  async eachAtOnce(scans: Iterable<Scan>): Promise<void> {
+    await this.existing()?.eachAtOnce(scans)
   }
 
   async revision(): Promise<bigint> {

@@ -5,7 +5,17 @@ import fs from 'node:fs'
 import {noop} from 'cockatiel'
 import {Etcd3, type IOptions, type IRangeResponse} from 'etcd3'
 import {DatastoreUnavailableError, ValidationError} from '../errors.js'
-import type {Condition, KeyValue, ReadRequest, ReadResult, Store, StoreMember, TxnResult, WriteOp} from './store.js'
+import type {
+  Condition,
+  KeyValue,
+  ReadRequest,
+  ReadResult,
+  Scan,
+  Store,
+  StoreMember,
+  TxnResult,
+  WriteOp,
+} from './store.js'
 
 export interface EtcdConnectOptions {
   endpoints: string[]
@@ -288,16 +298,16 @@ export class EtcdStore implements Store {
 
   /**
    * Every key with the prefix, page by page, at the first page's revision. The next page is requested before
-   * the current one is visited, so a caller's per-key work overlaps etcd's. `start`: the first page was
-   * already read (by `read`, at `revision`).
+   * the current one is visited, so a caller's per-key work overlaps etcd's. `start`: read at `revision`, and
+   * the first page was already read (by `read`) when `page` is given. Returns the revision it read at.
    */
   private async scan(
     prefix: string,
     keysOnly: boolean,
     visit: (kv: KeyValue) => void,
     pageBytes = PAGE_BYTES,
-    start?: {page: IRangeResponse; revision: string},
-  ): Promise<void> {
+    start?: {page?: IRangeResponse; revision: string},
+  ): Promise<string | undefined> {
     const end = prefixRangeEnd(Buffer.from(prefix))
     // etcd rejects an empty key; "\0" is the smallest key there is.
     const first = prefix === '' ? Buffer.from([0]) : Buffer.from(prefix)
@@ -339,7 +349,7 @@ export class EtcdStore implements Store {
         next.catch(() => {})
       }
       for (const kv of r.kvs) visit(toKv(kv, keysOnly))
-      if (!next) return
+      if (!next) return revision
       r = await next
     }
   }
@@ -358,6 +368,19 @@ export class EtcdStore implements Store {
 
   async each(prefix: string, visit: (kv: KeyValue) => void, opts: {keysOnly?: boolean} = {}): Promise<void> {
     await this.scan(prefix, opts.keysOnly === true, visit, STREAM_PAGE_BYTES)
+  }
+
+  async eachAtOnce(scans: Iterable<Scan>): Promise<void> {
+    // The later scans read at the first one's revision: one snapshot, as `read` gives.
+    let revision: string | undefined
+    for (const s of scans)
+      revision = await this.scan(
+        s.prefix,
+        s.keysOnly === true,
+        s.visit,
+        STREAM_PAGE_BYTES,
+        revision ? {revision} : undefined,
+      )
   }
 
   async read(req: ReadRequest): Promise<ReadResult> {

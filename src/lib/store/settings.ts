@@ -1,7 +1,7 @@
 // Which datastore to use and how to reach it, resolved the way calicoctl users expect:
 // flag > environment > config file (calicoctl.cfg shape) > embedded default, field by field.
 import fs from 'node:fs'
-import {loadYaml} from '../codec/yaml.js'
+import {loadYaml, parseSimpleYaml} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import {readTextFile} from '../files.js'
 import {defaultDatastorePath} from './default-path.js'
@@ -57,7 +57,8 @@ export function readConfigFile(file: string, explicit: boolean): FileSpec | unde
   const text = readTextFile(file, 'config file')
   let doc: unknown
   try {
-    doc = loadYaml().parse(text)
+    // Most config files are a few `key: value` lines: read without loading the YAML package (parseSimpleYaml).
+    doc = parseSimpleYaml(text) ?? loadYaml().parse(text)
   } catch (err) {
     throw new ValidationError(`config file ${file}: ${(err as Error).message.split('\n')[0]}`)
   }

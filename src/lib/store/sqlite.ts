@@ -6,7 +6,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import {DatastoreUnavailableError, IpamError, StoreMissingError} from '../errors.js'
 import {sqliteNativeBinding} from './sqlite-addon.js'
-import type {Condition, KeyValue, OpenMode, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
+import type {Condition, KeyValue, OpenMode, ReadRequest, ReadResult, Scan, Store, TxnResult, WriteOp} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
@@ -26,6 +26,7 @@ export class SqliteStore implements Store {
   private readonly txnImmediate: (conditions: readonly Condition[], ops: readonly WriteOp[]) => TxnResult
   // A deferred (read) transaction: WAL gives it one snapshot without blocking or waiting for writers.
   private readonly readSnapshot: (req: ReadRequest) => ReadResult
+  private readonly scanSnapshot: (scans: Iterable<Scan>) => void
 
   private constructor(
     readonly file: string,
@@ -68,6 +69,15 @@ export class SqliteStore implements Store {
       }),
     )
     this.readSnapshot = (req) => reads.deferred(req)
+    // One deferred transaction: SQLite's read snapshot (WAL) holds from its first read to its end.
+    const scans = db.transaction((all: Iterable<Scan>): void => {
+      for (const s of all) {
+        const stmt = s.keysOnly ? st.scanKeyRevisions : st.scan
+        for (const r of rowsUnder<Row>(stmt, s.prefix))
+          s.visit({key: r.key, value: r.value ?? '', modRevision: r.mod_revision})
+      }
+    })
+    this.scanSnapshot = (all) => scans.deferred(all)
   }
 
   /**
@@ -153,6 +163,10 @@ export class SqliteStore implements Store {
       for (const r of rowsUnder<Row>(stmt, prefix))
         visit({key: r.key, value: r.value ?? '', modRevision: r.mod_revision})
     })
+  }
+
+  async eachAtOnce(scans: Iterable<Scan>): Promise<void> {
+    this.run(() => this.scanSnapshot(scans))
   }
 
   private scan(columns: 'key' | 'all', prefix: string): unknown[] {

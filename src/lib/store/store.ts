@@ -70,6 +70,13 @@ export interface StoreMember {
   error?: string
 }
 
+/** One prefix of `Store.eachAtOnce`. */
+export interface Scan {
+  readonly prefix: string
+  readonly visit: (kv: KeyValue) => void
+  readonly keysOnly?: boolean
+}
+
 export interface Store {
   /** A short description for status output, e.g. `embedded (/var/lib/ipamctl/ipam.db)`. */
   readonly description: string
@@ -89,6 +96,13 @@ export interface Store {
    * back to `list` for stores (or wrappers) without it.
    */
   each?(prefix: string, visit: (kv: KeyValue) => void, opts?: {keysOnly?: boolean}): Promise<void>
+  /**
+   * Optional: several scans, one after the other, all of ONE snapshot of the store (as `read` is), each streamed
+   * as `each` streams. `scans` is iterated lazily, so a later scan may depend on what the earlier ones visited
+   * (`datastore export` first reads the keys, then the values it needs in its own order). Call it through
+   * `eachAtOnce`, which falls back to `each`/`list` per scan for stores without it.
+   */
+  eachAtOnce?(scans: Iterable<Scan>): Promise<void>
   /** All ops apply atomically iff every condition holds. */
   txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult>
   revision(): Promise<bigint>
@@ -125,4 +139,13 @@ export async function forEachKv(
   if (store.each) return store.each(prefix, visit, opts)
   for (const kv of await store.list(prefix))
     visit(opts.keysOnly ? {key: kv.key, value: '', modRevision: kv.modRevision} : kv)
+}
+
+/**
+ * Several scans of one snapshot, streamed (see `Store.eachAtOnce`). A store without it (the in-process memory
+ * store, a wrapper that lacks it) is scanned prefix by prefix, which is one snapshot only when nothing else writes.
+ */
+export async function eachAtOnce(store: Store, scans: Iterable<Scan>): Promise<void> {
+  if (store.eachAtOnce) return store.eachAtOnce(scans)
+  for (const s of scans) await forEachKv(store, s.prefix, s.visit, {keysOnly: s.keysOnly === true})
 }

@@ -1,6 +1,14 @@
 import {describe, test} from 'node:test'
 import assert from 'node:assert/strict'
-import {asBigInt, encodeJson, goMap, parseJson, RawJson} from '../../../src/lib/codec/gojson.ts'
+import {
+  asBigInt,
+  compactJson,
+  encodeJson,
+  goMap,
+  indentJson,
+  parseJson,
+  RawJson,
+} from '../../../src/lib/codec/gojson.ts'
 import {ValidationError} from '../../../src/lib/errors.ts'
 
 // A block value exactly as Go's encoding/json writes it (docs/calico.md#block-json, after one allocation).
@@ -333,4 +341,27 @@ describe('asBigInt', () => {
       )
     }
   })
+})
+
+test('compactJson drops whitespace outside strings only; indentJson lays out as json.Indent, with its prefix', () => {
+  assert.equal(compactJson(' { "a" : [ 1 , 2 ] ,\n\t"b" : "x y\\" ,: " } '), '{"a":[1,2],"b":"x y\\" ,: "}')
+  const compact = '{"a":{},"b":[1,{"c":"x,y:{}[]\\"q"},[]],"d":null}'
+  assert.equal(compactJson(compact), compact)
+  const laidOut = [
+    '{',
+    '  "a": {},',
+    '  "b": [',
+    '    1,',
+    '    {',
+    '      "c": "x,y:{}[]\\"q"',
+    '    },',
+    '    []',
+    '  ],',
+    '  "d": null',
+    '}',
+  ]
+  assert.equal(indentJson(compact), laidOut.join('\n'))
+  assert.equal(indentJson(compact, '  ', '>>'), laidOut.join('\n>>'))
+  assert.equal(indentJson('[]'), '[]')
+  assert.equal(indentJson('"s"'), '"s"')
 })

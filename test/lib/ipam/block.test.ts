@@ -1,6 +1,8 @@
 import {describe, test} from 'node:test'
 import assert from 'node:assert/strict'
 import {
+  blockOccupancy,
+  sanitizeHandle,
   blockProblems,
   cloneBlock,
   decodeBlock,
@@ -516,4 +518,49 @@ describe('blockProblems', () => {
     assert.ok(got.includes('ordinal 7 appears more than once in Unallocated array'))
     assert.ok(got.includes('expected 8 addresses in this block, but Unallocated (8) + Allocated (1) = 9'))
   })
+})
+
+describe('blockOccupancy', () => {
+  const cidr = parseCidr('10.0.0.0/29')
+  const occupancyOfFull = (text: string, now: Date) => {
+    const b = decodeBlock(text)
+    garbageCollect(b, 60, now)
+    return {cidr: b.cidr, size: b.allocations.length, unallocated: b.unallocated}
+  }
+
+  test('equals the full decode (after its garbage collection) for blocks as Go writes them', () => {
+    const b = newBlock(cidr, 'host:n1', CLAIM_TIME, SEQ)
+    for (const text of [encodeBlock(b), REF_FRESH, REF_ALLOCATED]) {
+      const o = blockOccupancy(text)
+      assert.ok(o, text)
+      assert.deepEqual(o, occupancyOfFull(text, CLAIM_TIME))
+    }
+    takeOrdinals(b, 3, {handle_id: 'h', secondary: {node: 'n1', note: '"attributes": "releasedAt"'}})
+    assert.deepEqual(blockOccupancy(encodeBlock(b)), occupancyOfFull(encodeBlock(b), CLAIM_TIME))
+    assert.deepEqual(blockOccupancy(encodeBlock(b))!.unallocated, [3, 4, 5, 6, 7])
+  })
+
+  test('leaves to the full decode what it cannot tell: cooling down, other field orders, malformed blocks', () => {
+    const b = newBlock(cidr, 'host:n1', CLAIM_TIME, SEQ)
+    takeOrdinals(b, 2, {handle_id: 'h'})
+    markReleased(b, [0], RELEASE_TIME, 60, {recordSeq: false})
+    // Cooling down: whether it is free depends on the time, which only the full decode's GC applies.
+    assert.equal(blockOccupancy(encodeBlock(b)), undefined)
+    const fresh = encodeBlock(newBlock(cidr, null, CLAIM_TIME, SEQ))
+    const o = JSON.parse(fresh) as Record<string, unknown>
+    const reordered = JSON.stringify({attributes: o.attributes, ...o})
+    assert.equal(blockOccupancy(reordered), undefined)
+    assert.equal(blockOccupancy(fresh.replace('"allocations":[null,', '"allocations":[')), undefined)
+    assert.equal(blockOccupancy(fresh.replace('"cidr":"10.0.0.0/29"', '"cidr":"nonsense"')), undefined)
+    assert.equal(blockOccupancy('{"cidr":'), undefined)
+    assert.equal(blockOccupancy('[]'), undefined)
+  })
+})
+
+test('sanitizeHandle cuts a handle ID at its first carriage return, as upstream does', () => {
+  assert.equal(sanitizeHandle('k8s-pod-network.abc'), 'k8s-pod-network.abc')
+  assert.equal(sanitizeHandle('k8s-pod-network.abc\r\neth0'), 'k8s-pod-network.abc')
+  assert.equal(sanitizeHandle('a\rb\rc'), 'a')
+  assert.equal(sanitizeHandle('\r'), '')
+  assert.equal(sanitizeHandle(''), '')
 })

@@ -10,6 +10,7 @@ import {
   formatIp,
   ipToString,
   lastAddress,
+  maskIp,
   overlaps,
   parseCidr,
   parseCidrOrIp,
@@ -483,4 +484,61 @@ describe('parseCidrOrIp', () => {
     throwsValidation(() => parseCidrOrIp('10.0.0.1/40'))
     throwsValidation(() => parseCidrOrIp(''))
   })
+})
+
+test('IPv4 parsing and printing agree with the dotted-quad rules on every octet form', () => {
+  // The reference: four parts, each 0-255 without leading zeros (Go's net.ParseIP).
+  const part = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/
+  const reference = (t: string) => {
+    const ps = t.split('.')
+    return ps.length === 4 && ps.every((p) => part.test(p))
+  }
+  const octets = [
+    '0',
+    '00',
+    '01',
+    '1',
+    '9',
+    '10',
+    '99',
+    '100',
+    '199',
+    '249',
+    '250',
+    '255',
+    '256',
+    '299',
+    '1000',
+    '',
+    ' 1',
+    '1 ',
+    '+1',
+    '-1',
+    'a',
+    '１',
+  ]
+  for (const a of octets)
+    for (const b of ['0', '255', '07', ''])
+      for (const t of [
+        `${a}.1.2.${b}`,
+        `1.${a}.${b}.4`,
+        `${a}.${a}.${a}.${a}`,
+        `${a}.1.2`,
+        `${a}.1.2.3.4`,
+        `1.2.3.${a}.`,
+      ]) {
+        const ip = tryParseIp(t)
+        assert.equal(ip !== undefined, reference(t), t)
+        if (ip) {
+          assert.equal(
+            ip.value,
+            t.split('.').reduce((v, p) => (v << 8n) | BigInt(p), 0n),
+            t,
+          )
+          assert.equal(formatIp(4, ip.value), t)
+        }
+      }
+  assert.equal(formatIp(4, 0xffffffffn), '255.255.255.255')
+  assert.equal(maskIp(4, parseIp('10.1.2.3').value, 8), parseIp('10.0.0.0').value)
+  assert.equal(maskIp(6, parseIp('fd00::1:2').value, 112), parseIp('fd00::1:0').value)
 })

@@ -3,7 +3,15 @@
 // Usage: storeContract('memory', async () => new MemoryStore())
 import {after, describe, test} from 'node:test'
 import assert from 'node:assert/strict'
-import {forEachKv, type KeyValue, readMany, type Store, type WriteOp} from '../../../src/lib/store/store.ts'
+import {
+  eachAtOnce,
+  forEachKv,
+  type KeyValue,
+  readMany,
+  type Scan,
+  type Store,
+  type WriteOp,
+} from '../../../src/lib/store/store.ts'
 
 export interface ContractOptions {
   /** Test title → reason, for known implementation bugs (the test is run as `todo`). */
@@ -286,6 +294,21 @@ export function storeContract(
         {key: '/p/1', value: 'a', modRevision: r1},
         {key: '/p/2', value: 'b', modRevision: r2},
       ])
+    })
+
+    it('eachAtOnce visits its scans in turn, asks for each next scan only after the last one, keysOnly reads no values', async (s) => {
+      await write(s, put('/p/1', 'a'), put('/p/2', 'b'), put('/q/1', 'c'), put('/r/1', 'd'))
+      const seen: string[] = []
+      function* scans(): Generator<Scan> {
+        yield {prefix: '/q/', visit: (kv) => seen.push(`q ${kv.key}=${kv.value}`)}
+        // Lazy: this runs after the first scan is complete, so the next scan may depend on it.
+        seen.push('between')
+        yield {prefix: '/p/', keysOnly: true, visit: (kv) => seen.push(`p ${kv.key}=${kv.value}`)}
+        yield {prefix: '/none/', visit: (kv) => seen.push(`none ${kv.key}`)}
+        seen.push('end')
+      }
+      await eachAtOnce(s, scans())
+      assert.deepEqual(seen, ['q /q/1=c', 'between', 'p /p/1=', 'p /p/2=', 'end'])
     })
 
     it('listKeys returns the same keys as list', async (s) => {

@@ -9,7 +9,7 @@ import Database from 'better-sqlite3'
 import {DatastoreUnavailableError} from '../../../src/lib/errors.ts'
 import {defaultDatastorePath} from '../../../src/lib/store/default-path.ts'
 import {SqliteStore} from '../../../src/lib/store/sqlite.ts'
-import {guardFor} from '../../../src/lib/store/store.ts'
+import {guardFor, type Scan} from '../../../src/lib/store/store.ts'
 import {storeContract} from './contract.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
@@ -102,6 +102,34 @@ describe('SqliteStore file handling', () => {
       assert.equal(r.revision, rev + 1n)
     } finally {
       await s2.close()
+    }
+  })
+
+  test('eachAtOnce reads one snapshot: a write by another connection between its scans is not seen', async () => {
+    const file = freshPath()
+    const a = SqliteStore.open(file)
+    const b = SqliteStore.open(file)
+    try {
+      await a.txn(
+        [],
+        [
+          {put: '/p/1', value: 'a'},
+          {put: '/q/1', value: 'b'},
+        ],
+      )
+      const seen: string[] = []
+      function* scans(): Generator<Scan> {
+        yield {prefix: '/p/', visit: (kv) => seen.push(kv.key)}
+        // SqliteStore.txn does its work before returning its promise: the write is committed here.
+        void b.txn([], [{put: '/q/2', value: 'c'}, {delete: '/q/1'}])
+        yield {prefix: '/q/', visit: (kv) => seen.push(kv.key)}
+      }
+      await a.eachAtOnce(scans())
+      assert.deepEqual(seen, ['/p/1', '/q/1'])
+      assert.deepEqual(await a.listKeys('/q/'), ['/q/2'])
+    } finally {
+      await a.close()
+      await b.close()
     }
   })
 
