@@ -30,6 +30,10 @@ export default class AgentRun extends BaseCommand {
       summary: 'Leaked addresses younger than this are left alone (Go duration).',
       default: '10m',
     }),
+    'leak-scan-interval': Flags.string({
+      summary: 'Compute the leak metrics (an ipam check scan) in the background this often (Go duration; 0 = never).',
+      default: '1m',
+    }),
     'batch-window': Flags.string({
       summary: 'Wait this long for more requests before each batch (Go duration).',
       default: '0',
@@ -52,6 +56,7 @@ export default class AgentRun extends BaseCommand {
       metricsAddress: flags['metrics-address'],
       gcIntervalMs: parseDuration(flags['gc-interval']),
       gcGraceMs: parseDuration(flags['gc-grace']),
+      leakScanIntervalMs: parseDuration(flags['leak-scan-interval']),
       batchWindowMs: parseDuration(flags['batch-window']),
       holdRepliesMs: parseDuration(flags['test-hold-replies']),
       version: packageVersion(),

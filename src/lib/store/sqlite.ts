@@ -6,7 +6,18 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import {DatastoreUnavailableError, IpamError, StoreMissingError} from '../errors.js'
 import {sqliteNativeBinding} from './sqlite-addon.js'
-import type {Condition, KeyValue, OpenMode, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
+import type {
+  ChangeFeed,
+  ChangeHandler,
+  Condition,
+  KeyValue,
+  OpenMode,
+  ReadRequest,
+  ReadResult,
+  Store,
+  TxnResult,
+  WriteOp,
+} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
@@ -167,6 +178,57 @@ export class SqliteStore implements Store {
 
   async revision(): Promise<bigint> {
     return this.run(() => this.stmt.current.get() as bigint)
+  }
+
+  /**
+   * Deleted rows leave no trace here (there is no history table), so the feed keeps each key's mod-revision: a
+   * call whose store revision is unchanged reads nothing; otherwise it walks the keys and revisions under the
+   * prefixes (no values) and reads the values of the keys whose revision moved; a key it knew that is gone was
+   * deleted. One read transaction, so one snapshot.
+   */
+  watch(prefixes: readonly string[]): ChangeFeed {
+    const known = new Map<string, bigint>()
+    let at: bigint | undefined
+    const st = this.stmt
+    const step = this.db.transaction((h: ChangeHandler): bigint => {
+      const now = st.current.get() as bigint
+      if (at !== undefined && now === at) return now
+      // A revision that went back: the file was replaced (restored), start over.
+      if (at === undefined || now < at) {
+        h.reset()
+        known.clear()
+        for (const p of prefixes)
+          for (const r of rowsUnder<Row>(st.scan, p)) {
+            known.set(r.key, r.mod_revision)
+            h.change(r.key, toKv(r))
+          }
+      } else {
+        const seen = new Set<string>()
+        const moved: string[] = []
+        for (const p of prefixes)
+          for (const r of rowsUnder<{key: string; mod_revision: bigint}>(st.scanKeyRevisions, p)) {
+            seen.add(r.key)
+            if (known.get(r.key) !== r.mod_revision) moved.push(r.key)
+          }
+        // Values are read after the walk: a connection runs one statement at a time.
+        for (const key of moved) {
+          const row = st.get.get(key) as Row
+          known.set(key, row.mod_revision)
+          h.change(key, toKv(row))
+        }
+        for (const key of known.keys())
+          if (!seen.has(key)) {
+            known.delete(key)
+            h.change(key, undefined)
+          }
+      }
+      at = now
+      return now
+    })
+    return {
+      next: async (h) => this.run(() => step.deferred(h)),
+      close: async () => {},
+    }
   }
 
   async close(): Promise<void> {
