@@ -2,9 +2,9 @@
 // over by `next`, which first asks the cluster for its current revision (a linearizable read, so a write that
 // completed before the call counts) and then sends progress requests on the stream until the answer reaches that
 // revision: the events up to it arrived before the answer, on the same stream (an etcd whose progress answer can
-// overtake events still queued for the stream hands those over one call late; see docs/design.md). Whenever the stream breaks, a
-// watcher is cancelled (its start revision was compacted away) or an answer is late, the feed starts over:
-// a full read of the prefixes, then new watchers from the revision read before it.
+// overtake events still queued for the stream hands those over one call late; see docs/design.md). Whenever the
+// stream breaks, a watcher is cancelled (its start revision was compacted away) or an answer is late, the feed
+// starts over: new watchers from the revision read before a full read of the prefixes.
 import type {Etcd3, IWatchRequest, IWatchResponse} from 'etcd3'
 import {DatastoreUnavailableError} from '../errors.js'
 import type {ChangeFeed, ChangeHandler, KeyValue, Store} from './store.js'
