@@ -181,44 +181,55 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Deleted rows leave no trace here (there is no history table), so the feed keeps each key's mod-revision: a
-   * call whose store revision is unchanged reads nothing; otherwise it walks the keys and revisions under the
-   * prefixes (no values) and reads the values of the keys whose revision moved; a key it knew that is gone was
-   * deleted. One read transaction, so one snapshot.
+   * Deleted rows leave no trace here (there is no history table), so the feed keeps each key's mod-revision. A
+   * call whose store revision is unchanged reads nothing. Otherwise, per prefix, SQLite finds the keys written
+   * since the last call and counts the keys, both from an index on (key, mod_revision) that holds no values
+   * (made by the first feed on a store opened for writing, see ensureRevisionIndex); the values of those keys are
+   * read, and only when the count says keys were deleted are the keys listed to find which. Without the index (a
+   * store opened for reading) the rows are walked instead, which reads past every value. One read transaction,
+   * so one snapshot.
    */
   watch(prefixes: readonly string[]): ChangeFeed {
-    const known = new Map<string, bigint>()
-    let at: bigint | undefined
+    const idx = this.ensureRevisionIndex() ? `INDEXED BY ${REV_INDEX}` : ''
     const st = this.stmt
+    const movedSince = this.db
+      .prepare(`SELECT key FROM kv ${idx} WHERE key >= ? AND key < ? AND mod_revision > ?`)
+      .safeIntegers(true)
+      .pluck()
+    const count = this.db.prepare(`SELECT count(*) FROM kv ${idx} WHERE key >= ? AND key < ?`).pluck()
+    const keysUnder = this.db.prepare(`SELECT key FROM kv ${idx} WHERE key >= ? AND key < ?`).pluck()
+    // The keys under each prefix as of `at`.
+    const known = prefixes.map(() => new Set<string>())
+    let at: bigint | undefined
     const step = this.db.transaction((h: ChangeHandler): bigint => {
       const now = st.current.get() as bigint
       if (at !== undefined && now === at) return now
       // A revision that went back: the file was replaced (restored), start over.
       if (at === undefined || now < at) {
         h.reset()
-        known.clear()
-        for (const p of prefixes)
+        for (const [i, p] of prefixes.entries()) {
+          known[i]!.clear()
           for (const r of rowsUnder<Row>(st.scan, p)) {
-            known.set(r.key, r.mod_revision)
+            known[i]!.add(r.key)
             h.change(r.key, toKv(r))
           }
-      } else {
-        const seen = new Set<string>()
-        const moved: string[] = []
-        for (const p of prefixes)
-          for (const r of rowsUnder<{key: string; mod_revision: bigint}>(st.scanKeyRevisions, p)) {
-            seen.add(r.key)
-            if (known.get(r.key) !== r.mod_revision) moved.push(r.key)
-          }
-        // Values are read after the walk: a connection runs one statement at a time.
-        for (const key of moved) {
-          const row = st.get.get(key) as Row
-          known.set(key, row.mod_revision)
-          h.change(key, toKv(row))
         }
-        for (const key of known.keys())
-          if (!seen.has(key)) {
-            known.delete(key)
+        at = now
+        return now
+      }
+      for (const [i, p] of prefixes.entries()) {
+        const mine = known[i]!
+        const end = prefixEnd(p)
+        for (const key of movedSince.all(p, end, at) as string[]) {
+          mine.add(key)
+          h.change(key, toKv(st.get.get(key) as Row))
+        }
+        // As many keys as known (new ones included): none was deleted.
+        if ((count.get(p, end) as number) === mine.size) continue
+        const present = new Set(keysUnder.all(p, end) as string[])
+        for (const key of [...mine])
+          if (!present.has(key)) {
+            mine.delete(key)
             h.change(key, undefined)
           }
       }
@@ -231,9 +242,37 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * The index on (key, mod_revision) that lets a change feed find what was written since a revision, and count
+   * keys, without reading values: created once, by the first feed on a store opened for writing (the agent). It
+   * costs one more index entry per key written. False where it is missing and may not be made (a store opened
+   * for reading, or the write lock held too long by others): the feed then walks the rows.
+   */
+  private ensureRevisionIndex(): boolean {
+    const has = () =>
+      this.db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?").pluck().get(REV_INDEX) ===
+      1
+    if (has()) return true
+    if (this.readOnly) return false
+    try {
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${REV_INDEX} ON kv (key, mod_revision)`)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close()
   }
+}
+
+const REV_INDEX = 'kv_key_revision'
+
+/** A string above every key that starts with `prefix` (key paths are ASCII; '' is every key). */
+function prefixEnd(prefix: string): string {
+  if (prefix === '' || prefix.charCodeAt(prefix.length - 1) >= 0x7f) return `${prefix}\u{10ffff}`
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
 }
 
 const SCHEMA = `
