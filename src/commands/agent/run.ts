@@ -31,7 +31,8 @@ export default class AgentRun extends BaseCommand {
       default: '10m',
     }),
     'leak-scan-interval': Flags.string({
-      summary: 'Compute the leak metrics (an ipam check scan) in the background this often (Go duration; 0 = never).',
+      summary:
+        'While /metrics is scraped, recompute its leak figures (an ipam check scan) this often (Go duration; 0 = never).',
       default: '1m',
     }),
     'batch-window': Flags.string({

@@ -192,7 +192,7 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
     }
     const leakScanMs = o.leakScanIntervalMs ?? LEAK_SCAN_INTERVAL_MS
     if (leakScanMs > 0)
-      metrics.startLeakScans(leakScanMs, (err) => o.log(`leak scan failed: ${(err as Error).message}`))
+      metrics.enableLeakScans(leakScanMs, (err) => o.log(`leak scan failed: ${(err as Error).message}`))
     o.log(
       `ready on ${o.socket} (node ${o.node}, datastore ${store.description}${metricsUrl ? `, metrics ${metricsUrl}` : ''}${gc ? `, gc every ${o.gcIntervalMs / 1000} s` : ''})`,
     )

@@ -1,8 +1,9 @@
 // The agent's Prometheus metrics. Pool and node gauges come from a UsageView, which a scrape brings up to date
 // with what changed in the datastore since the previous scrape, counted the way `ipam show` counts, so they are
 // what `ipam show -o json` says for the same store at that moment. Leak candidates come from `ipam check`'s
-// scan, which reads every block, handle and endpoint: it runs in the background every leak-scan interval (a
-// GC pass's scan serves as one too), never on a scrape, which serves the last result and its time.
+// scan, which reads every block, handle and endpoint: while /metrics is scraped it runs in the background every
+// leak-scan interval (a GC pass's scan serves as one too), never on a scrape, which serves the last result and
+// its time.
 import {Counter, Gauge, Histogram, Registry} from 'prom-client'
 import {checkIpam} from '../ipam/check.js'
 import type {Ctx} from '../ipam/context.js'
@@ -118,6 +119,9 @@ export class AgentMetrics {
   private readonly view: UsageView
   private leakTimer: NodeJS.Timeout | undefined
   private scanning: Promise<void> | undefined
+  private leakScans: {intervalMs: number; onError: (err: unknown) => void} | undefined
+  private scrapedSinceScan = false
+  private leakLoop = false
   private stopped = false
 
   constructor(
@@ -129,30 +133,37 @@ export class AgentMetrics {
   }
 
   /**
-   * Scan for leaks now and then every `intervalMs`, in the background; a scan is skipped while the last figures
-   * (a GC pass's) are younger than the interval. `onError` hears a failed scan (the old figures stay).
+   * Scan for leaks in the background every `intervalMs` while /metrics is being scraped: the first scrape starts
+   * the scans, and a scan is skipped when no scrape came since the previous one or while the last figures (a GC
+   * pass's) are younger than the interval. So agents nobody scrapes put no whole-store scans on the datastore.
+   * `onError` hears a failed scan (the old figures stay).
    */
-  startLeakScans(intervalMs: number, onError: (err: unknown) => void): void {
-    const tick = () => {
-      if (this.stopped) return
-      const start = Date.now()
-      if (!this.leaks || start - this.leaks.at >= intervalMs)
-        this.scanning = checkIpam(this.ctx).then(
-          (r) => {
-            // Dated by when the scan began: it saw nothing older.
-            if (!this.stopped) this.setLeaks({addresses: r.leaked.length, handles: r.leakedHandles.length}, start)
-          },
-          (err: unknown) => {
-            if (!this.stopped) onError(err)
-          },
-        )
-      void (this.scanning ?? Promise.resolve()).then(() => {
-        if (this.stopped) return
-        this.leakTimer = setTimeout(tick, intervalMs)
-        this.leakTimer.unref()
-      })
+  enableLeakScans(intervalMs: number, onError: (err: unknown) => void): void {
+    this.leakScans = {intervalMs, onError}
+  }
+
+  private leakTick(): void {
+    const o = this.leakScans
+    if (this.stopped || !o) return
+    const start = Date.now()
+    const due = !this.leaks || start - this.leaks.at >= o.intervalMs
+    if (due && this.scrapedSinceScan) {
+      this.scrapedSinceScan = false
+      this.scanning = checkIpam(this.ctx).then(
+        (r) => {
+          // Dated by when the scan began: it saw nothing older.
+          if (!this.stopped) this.setLeaks({addresses: r.leaked.length, handles: r.leakedHandles.length}, start)
+        },
+        (err: unknown) => {
+          if (!this.stopped) o.onError(err)
+        },
+      )
     }
-    tick()
+    void (this.scanning ?? Promise.resolve()).then(() => {
+      if (this.stopped) return
+      this.leakTimer = setTimeout(() => this.leakTick(), o.intervalMs)
+      this.leakTimer.unref()
+    })
   }
 
   /**
@@ -176,6 +187,11 @@ export class AgentMetrics {
 
   /** The text exposition, with the pool and node values brought up to date now. */
   async render(): Promise<string> {
+    this.scrapedSinceScan = true
+    if (!this.leakLoop && this.leakScans) {
+      this.leakLoop = true
+      this.leakTick()
+    }
     // Concurrent scrapes share one refresh.
     this.refreshing ??= this.refresh().finally(() => {
       this.refreshing = undefined
