@@ -14,50 +14,14 @@ import {
 } from '../src/lib/workload/endpoint.ts'
 import {type Cidr, formatIp, parseCidr, subnet} from '../src/lib/net/cidr.ts'
 import {keys} from '../src/lib/store/keys.ts'
-import type {Store, WriteOp} from '../src/lib/store/store.ts'
+import type {Store} from '../src/lib/store/store.ts'
 
 // Datastore calls are counted by the store wrapper the agent uses too (src/lib/store/counted.ts).
 export {CountedStore, roundTrips as totalCalls, type StoreCounts as CallCounts} from '../src/lib/store/counted.ts'
 
-/**
- * Unguarded bulk writes: etcd allows 128 operations per transaction and 1.5 MiB per request, so batches stay
- * under both; a few transactions are kept in flight to make seeding etcd quick.
- */
-export class BulkWriter {
-  private ops: WriteOp[] = []
-  private bytes = 0
-  private inFlight: Promise<unknown>[] = []
-  constructor(
-    private readonly store: Store,
-    private readonly maxOps = 120,
-    private readonly maxBytes = 1_000_000,
-    private readonly parallel = 4,
-  ) {}
-
-  async put(key: string, value: string): Promise<void> {
-    this.ops.push({put: key, value})
-    this.bytes += key.length + value.length
-    if (this.ops.length >= this.maxOps || this.bytes >= this.maxBytes) await this.flush()
-  }
-
-  private async flush(): Promise<void> {
-    if (this.ops.length === 0) return
-    const ops = this.ops
-    this.ops = []
-    this.bytes = 0
-    this.inFlight.push(this.store.txn([], ops))
-    if (this.inFlight.length >= this.parallel) {
-      await Promise.all(this.inFlight)
-      this.inFlight = []
-    }
-  }
-
-  async done(): Promise<void> {
-    await this.flush()
-    await Promise.all(this.inFlight)
-    this.inFlight = []
-  }
-}
+// Unguarded bulk writes, shared with tests that seed large stores.
+export {BulkWriter} from '../test/support/bulk-writer.ts'
+import {BulkWriter} from '../test/support/bulk-writer.ts'
 
 export const SEED_POOL = '10.0.0.0/8'
 const SEQ = 1767323045000000000n

@@ -41,6 +41,11 @@ export default class AgentRun extends BaseCommand {
       summary: 'Least severe level logged: error, warning, info or debug (batches are debug; GC decisions info).',
       default: 'info',
     }),
+    'leak-scan-interval': Flags.string({
+      summary:
+        'While /metrics is scraped, recompute its leak figures (an ipam check scan) this often (Go duration; 0 = never).',
+      default: '1m',
+    }),
     'batch-window': Flags.string({
       summary: 'Wait this long for more requests before each batch (Go duration).',
       default: '0',
@@ -72,6 +77,7 @@ export default class AgentRun extends BaseCommand {
       metricsAddress: flags['metrics-address'],
       gcIntervalMs: parseDuration(flags['gc-interval']),
       gcGraceMs: parseDuration(flags['gc-grace']),
+      leakScanIntervalMs: parseDuration(flags['leak-scan-interval']),
       batchWindowMs: parseDuration(flags['batch-window']),
       holdRepliesMs: parseDuration(flags['test-hold-replies']),
       version: packageVersion(),

@@ -12,7 +12,7 @@ import type {Store} from '../store/store.js'
 import {Batcher} from './batcher.js'
 import {CountedStore} from '../store/counted.js'
 import {GcLoop, type GcPass} from './gc-loop.js'
-import {AgentMetrics} from './metrics.js'
+import {AgentMetrics, LEAK_SCAN_INTERVAL_MS} from './metrics.js'
 import {datastoreId, validateSocketPath} from '../agent-client/protocol.js'
 import {createAgentServer} from './server.js'
 import {listenUnix} from './socket.js'
@@ -27,6 +27,8 @@ export interface AgentOptions {
   /** 0: no background GC. */
   gcIntervalMs: number
   gcGraceMs: number
+  /** How often the leak figures of the metrics are computed in the background (default 1 min; 0: never). */
+  leakScanIntervalMs?: number
   batchWindowMs?: number
   holdRepliesMs?: number
   version: string
@@ -97,6 +99,7 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       },
     })
     metrics = new AgentMetrics(ctx, store.counts, () => batcher.depth)
+    cleanup.push(() => metrics.stop())
     const id = datastoreId(o.settings)
     let metricsUrl: string | undefined
     const {server, draining} = createAgentServer({
@@ -211,6 +214,9 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       })
       gc.start()
     }
+    const leakScanMs = o.leakScanIntervalMs ?? LEAK_SCAN_INTERVAL_MS
+    if (leakScanMs > 0)
+      metrics.enableLeakScans(leakScanMs, (err) => logger.error(`leak scan failed: ${(err as Error).message}`))
     logger.info(
       `ready on ${o.socket} (node ${o.node}, datastore ${store.description}${metricsUrl ? `, metrics ${metricsUrl}` : ''}${gc ? `, gc every ${o.gcIntervalMs / 1000} s` : ''})`,
     )

@@ -1,16 +1,16 @@
-// The agent's Prometheus metrics. Pool and block gauges are read from the datastore at scrape time with the
-// functions `ipam show` uses (utilization, borrowedIps, listBlocks), so they are what `ipam show -o json`
-// says for the same store at that moment. Leak candidates come from `ipam check`'s scan, which reads every
-// block, handle and endpoint: it is cached for LEAK_SCAN_TTL_MS (the GC loop refreshes it on each pass).
+// The agent's Prometheus metrics. Pool and node gauges come from a UsageView, which a scrape brings up to date
+// with what changed in the datastore since the previous scrape, counted the way `ipam show` counts, so they are
+// what `ipam show -o json` says for the same store at that moment. Leak candidates come from `ipam check`'s
+// scan, which reads every block, handle and endpoint: while /metrics is scraped it runs in the background every
+// leak-scan interval (a GC pass's scan serves as one too), never on a scrape, which serves the last result and
+// its time.
 import {Counter, Gauge, Histogram, Registry} from 'prom-client'
 import {checkIpam} from '../ipam/check.js'
 import type {Ctx} from '../ipam/context.js'
-import {ownerHost} from '../ipam/block.js'
-import {borrowedIps, listBlocks, utilization} from '../ipam/query.js'
-import {containsIp, parseCidr, parseIp} from '../net/cidr.js'
 import type {StoreCounts, StoreOp} from '../store/counted.js'
+import {UsageView} from './usage-view.js'
 
-export const LEAK_SCAN_TTL_MS = 60_000
+export const LEAK_SCAN_INTERVAL_MS = 60_000
 
 export interface LeakCounts {
   /** Leaked addresses (allocated, not cooling down, no endpoint), grace period or not. */
@@ -54,6 +54,11 @@ export class AgentMetrics {
   private readonly leakedHandles = this.gauge(
     'ipamctl_leaked_handles',
     'Handles no allocation refers to (ipam check), as of the last scan.',
+    [],
+  )
+  private readonly leakScanTime = this.gauge(
+    'ipamctl_leak_scan_timestamp_seconds',
+    'When the scan behind the leak figures began (Unix time); 0: no scan has finished yet.',
     [],
   )
   private readonly queueDepth = this.gauge('ipamctl_agent_queue_depth', "Requests waiting for the agent's writer.", [])
@@ -106,29 +111,87 @@ export class AgentMetrics {
     registers: [this.registry],
   })
   private readonly reported: StoreCounts = {
-    calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0},
+    calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, watch: 0, txn: 0, revision: 0},
     conflicts: 0,
   }
   private leaks: {at: number; counts: LeakCounts} | undefined
   private refreshing: Promise<void> | undefined
+  private readonly view: UsageView
+  private leakTimer: NodeJS.Timeout | undefined
+  private scanning: Promise<void> | undefined
+  private leakScans: {intervalMs: number; onError: (err: unknown) => void} | undefined
+  private scrapedSinceScan = false
+  private leakLoop = false
+  private stopped = false
 
   constructor(
     private readonly ctx: Ctx,
     private readonly counts: StoreCounts,
     private readonly depth: () => number,
-  ) {}
+  ) {
+    this.view = new UsageView(ctx)
+  }
+
+  /**
+   * Scan for leaks in the background every `intervalMs` while /metrics is being scraped: the first scrape starts
+   * the scans, and a scan is skipped when no scrape came since the previous one or while the last figures (a GC
+   * pass's) are younger than the interval. So agents nobody scrapes put no whole-store scans on the datastore.
+   * `onError` hears a failed scan (the old figures stay).
+   */
+  enableLeakScans(intervalMs: number, onError: (err: unknown) => void): void {
+    this.leakScans = {intervalMs, onError}
+  }
+
+  private leakTick(): void {
+    const o = this.leakScans
+    if (this.stopped || !o) return
+    const start = Date.now()
+    const due = !this.leaks || start - this.leaks.at >= o.intervalMs
+    if (due && this.scrapedSinceScan) {
+      this.scrapedSinceScan = false
+      this.scanning = checkIpam(this.ctx).then(
+        (r) => {
+          // Dated by when the scan began: it saw nothing older.
+          if (!this.stopped) this.setLeaks({addresses: r.leaked.length, handles: r.leakedHandles.length}, start)
+        },
+        (err: unknown) => {
+          if (!this.stopped) o.onError(err)
+        },
+      )
+    }
+    void (this.scanning ?? Promise.resolve()).then(() => {
+      if (this.stopped) return
+      this.leakTimer = setTimeout(() => this.leakTick(), o.intervalMs)
+      this.leakTimer.unref()
+    })
+  }
+
+  /**
+   * Stop the leak scans and the datastore feed. A scan in progress is not waited for (at 550,000 allocations it
+   * takes seconds): it fails once the store closes, and its outcome is dropped.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearTimeout(this.leakTimer)
+    await this.view.close()
+  }
 
   private gauge(name: string, help: string, labelNames: string[]): Gauge {
     return new Gauge({name, help, labelNames, registers: [this.registry]})
   }
 
   /** A GC pass's scan doubles as the leak scan. */
-  setLeaks(counts: LeakCounts): void {
-    this.leaks = {at: Date.now(), counts}
+  setLeaks(counts: LeakCounts, at = Date.now()): void {
+    this.leaks = {at, counts}
   }
 
-  /** The text exposition, with every datastore-derived value read now. */
+  /** The text exposition, with the pool and node values brought up to date now. */
   async render(): Promise<string> {
+    this.scrapedSinceScan = true
+    if (!this.leakLoop && this.leakScans) {
+      this.leakLoop = true
+      this.leakTick()
+    }
     // Concurrent scrapes share one refresh.
     this.refreshing ??= this.refresh().finally(() => {
       this.refreshing = undefined
@@ -142,42 +205,27 @@ export class AgentMetrics {
   }
 
   private async refresh(): Promise<void> {
-    const [usage, borrowed, blocks] = await Promise.all([
-      utilization(this.ctx),
-      borrowedIps(this.ctx),
-      listBlocks(this.ctx),
-    ])
-    if (!this.leaks || Date.now() - this.leaks.at > LEAK_SCAN_TTL_MS) {
-      const r = await checkIpam(this.ctx)
-      this.setLeaks({addresses: r.leaked.length, handles: r.leakedHandles.length})
-    }
-    // Reset first: a deleted pool or a node without blocks must disappear, not keep its last value.
+    const f = await this.view.refresh()
+    // Reset first: a deleted pool must disappear, not keep its last value.
     for (const g of Object.values(this.pool)) g.reset()
-    const ranges = usage.map((u) => (u.cidr ? parseCidr(u.cidr) : undefined))
-    for (const u of usage) {
+    for (const u of f.pools) {
       const labels = {pool: u.name, cidr: u.cidr}
       this.pool.capacity.set(labels, Number(u.capacity))
       this.pool.inUse.set(labels, Number(u.inUse))
       this.pool.free.set(labels, Number(u.free))
       this.pool.reserved.set(labels, Number(u.reserved))
-      this.pool.borrowed.set(labels, 0)
+      this.pool.borrowed.set(labels, u.borrowed)
     }
-    for (const b of borrowed.borrowed) {
-      const ip = parseIp(b.ip)
-      let i = ranges.findIndex((r) => r !== undefined && containsIp(r, ip))
-      // Not in any pool: it is in an orphaned block, which utilization() groups last.
-      if (i < 0) i = usage.findIndex((u) => u.cidr === '')
-      if (i >= 0) this.pool.borrowed.inc({pool: usage[i]!.name, cidr: usage[i]!.cidr})
+    // Only the nodes whose count changed are touched; a node left without blocks disappears.
+    if (f.reset) this.nodeBlocks.reset()
+    for (const node of f.reset ? f.nodeBlocks.keys() : f.changedNodes) {
+      const n = f.nodeBlocks.get(node)
+      if (n === undefined) this.nodeBlocks.remove({node})
+      else this.nodeBlocks.set({node}, n)
     }
-    this.nodeBlocks.reset()
-    const perNode = new Map<string, number>()
-    for (const {block} of blocks) {
-      const host = ownerHost(block)
-      if (host !== undefined) perNode.set(host, (perNode.get(host) ?? 0) + 1)
-    }
-    for (const [node, n] of perNode) this.nodeBlocks.set({node}, n)
-    this.leakedAddresses.set(this.leaks!.counts.addresses)
-    this.leakedHandles.set(this.leaks!.counts.handles)
+    this.leakedAddresses.set(this.leaks?.counts.addresses ?? 0)
+    this.leakedHandles.set(this.leaks?.counts.handles ?? 0)
+    this.leakScanTime.set(this.leaks ? this.leaks.at / 1000 : 0)
     this.queueDepth.set(this.depth())
     // Counters mirror the store's own counts (including this refresh's reads).
     for (const op of Object.keys(this.counts.calls) as StoreOp[]) {

@@ -17,8 +17,8 @@ import {keys} from '../store/keys.js'
 import {forEachKv, type KeyValue} from '../store/store.js'
 import {
   type Block,
-  type BlockOccupancy,
   attributeOf,
+  type BlockOccupancy,
   blockOccupancy,
   decodeBlock,
   garbageCollect,
@@ -29,7 +29,7 @@ import {
 import {type Ctx, listPools, loadBlock, loadConfig} from './context.js'
 import type {Pool} from './pool.js'
 import {decodeHandle} from './records.js'
-import {listReservations, reservedMatcher} from './reservation.js'
+import {listReservations, type ReservedMatcher, reservedMatcher} from './reservation.js'
 
 export interface StoredBlock {
   readonly kv: KeyValue
@@ -184,9 +184,9 @@ export const ORPHANED = 'orphaned allocation blocks'
  * In use counts cooling-down addresses, as upstream does: they cannot be handed out yet.
  */
 /**
- * `onKey`: called with each block's key, for a caller that needs them too (`ipam show`: which blocks exist).
  * `onProgress`: called as blocks are read, with their total (from a keys-only listing, made only for it). Blocks are
  * streamed and only their counts kept, so a store of 10,000 blocks is never held at once.
+ * `onKey`: called with each block's key, for a caller that needs them too (`ipam show`: which blocks exist).
  */
 export async function utilization(
   ctx: Ctx,
@@ -209,6 +209,68 @@ export async function utilization(
       return p
     })
   }
+  const now = ctx.clock.now()
+  const blocks: BlockUsage[] = []
+  let done = 0
+  await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
+    opts.onProgress?.(++done, Math.max(done, total))
+    opts.onKey?.(kv.key)
+    let block: BlockOccupancy | undefined = blockOccupancy(kv.value)
+    if (!block) {
+      const full = decodeBlock(kv.value)
+      garbageCollect(full, config.ipCooldownSeconds, now)
+      block = occupancy(full)
+    }
+    blocks.push(blockUsage(block, reserved))
+  })
+  const out = poolUsage(pools, reserved, blocks, {orphans: !opts.pools?.length})
+  // Pools list their blocks in address order (by the CIDRs already parsed); orphaned blocks stay in key order.
+  const order = new Map<Usage, Cidr>(blocks.map((b) => [b.usage, b.cidr]))
+  for (const g of out) if (g.cidr !== '') g.blocks.sort((a, b) => compareCidr(order.get(a)!, order.get(b)!))
+  return out
+}
+
+export interface BlockUsage {
+  readonly cidr: Cidr
+  readonly usage: Usage
+}
+
+/** A decoded block's occupancy, as blockOccupancy reads it from the stored text. */
+export function occupancy(block: Block): BlockOccupancy {
+  return {cidr: block.cidr, size: block.allocations.length, unallocated: block.unallocated}
+}
+
+/** One block's counts (the block already garbage-collected): a pure function of its occupancy and the reservations. */
+export function blockUsage(block: BlockOccupancy, reserved: ReservedMatcher): BlockUsage {
+  const size = BigInt(block.size)
+  const skip = reserved.skipFor(block.cidr)
+  // Reserved addresses that are allocated anyway (allocated before the reservation) are not free either way.
+  const reservedFree = skip ? BigInt(block.unallocated.filter(skip).length) : 0n
+  const name = formatCidr(block.cidr)
+  return {
+    cidr: block.cidr,
+    usage: {
+      name,
+      cidr: name,
+      capacity: size,
+      inUse: size - BigInt(block.unallocated.length),
+      reserved: skip ? reserved.reservedIn(block.cidr) : 0n,
+      free: BigInt(block.unallocated.length) - reservedFree,
+    },
+  }
+}
+
+/**
+ * Per-pool totals from per-block counts, in `pools` order: a block counts for the first pool that contains it or
+ * that it contains; with `orphans`, blocks of no pool are grouped last as ORPHANED. Pure, so `ipam show` and the
+ * agent's metrics (which keeps block counts between scrapes) add up the same way. Blocks are not sorted.
+ */
+export function poolUsage(
+  pools: readonly Pool[],
+  reserved: ReservedMatcher,
+  blocks: Iterable<BlockUsage>,
+  opts: {orphans: boolean},
+): PoolUsage[] {
   const groups: (PoolUsage & {cidrObj: Cidr})[] = pools.map((p) => ({
     name: p.name,
     cidr: p.spec.cidr,
@@ -220,40 +282,12 @@ export async function utilization(
     blocks: [],
   }))
   const orphans: Usage[] = []
-  /** Each pool's block usage → its CIDR, to sort by without parsing it again. */
-  const order = new Map<Usage, Cidr>()
-  const now = ctx.clock.now()
-  let done = 0
-  await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
-    opts.onProgress?.(++done, Math.max(done, total))
-    opts.onKey?.(kv.key)
-    let block: BlockOccupancy | undefined = blockOccupancy(kv.value)
-    if (!block) {
-      const full = decodeBlock(kv.value)
-      garbageCollect(full, config.ipCooldownSeconds, now)
-      block = {cidr: full.cidr, size: full.allocations.length, unallocated: full.unallocated}
-    }
-    const size = BigInt(block.size)
-    const skip = reserved.skipFor(block.cidr)
-    // Reserved addresses that are allocated anyway (allocated before the reservation) are not free either way.
-    const reservedFree = skip ? BigInt(block.unallocated.filter(skip).length) : 0n
-    const cidr = formatCidr(block.cidr)
-    const u: Usage = {
-      name: cidr,
-      cidr,
-      capacity: size,
-      inUse: size - BigInt(block.unallocated.length),
-      reserved: skip ? reserved.reservedIn(block.cidr) : 0n,
-      free: BigInt(block.unallocated.length) - reservedFree,
-    }
-    const g = groups.find((x) => containsCidr(x.cidrObj, block.cidr) || containsCidr(block.cidr, x.cidrObj))
-    if (g) {
-      g.blocks.push(u)
-      order.set(u, block.cidr)
-    } else if (!opts.pools?.length) orphans.push(u)
-  })
+  for (const {cidr, usage: u} of blocks) {
+    const g = groups.find((x) => containsCidr(x.cidrObj, cidr) || containsCidr(cidr, x.cidrObj))
+    if (g) g.blocks.push(u)
+    else if (opts.orphans) orphans.push(u)
+  }
   const out: PoolUsage[] = groups.map(({cidrObj: _c, ...g}) => {
-    g.blocks.sort((a, b) => compareCidr(order.get(a)!, order.get(b)!))
     const inBlocks = g.blocks.reduce((s, b) => s + b.capacity, 0n)
     const inUse = g.blocks.reduce((s, b) => s + b.inUse, 0n)
     const freeInBlocks = g.blocks.reduce((s, b) => s + b.free, 0n)
@@ -290,29 +324,39 @@ export async function borrowedIps(ctx: Ctx): Promise<{borrowed: Borrowed[]; with
   const borrowed: Borrowed[] = []
   let withoutNode = 0
   for (const {block} of await listBlocks(ctx)) {
-    const owner = block.affinity ? block.affinity.slice(block.affinity.indexOf(':') + 1) : ''
-    block.allocations.forEach((idx, o) => {
-      if (idx === null) return
-      const a = block.attributes?.[idx]
-      const node = a?.secondary?.node
-      if (node === undefined) {
-        withoutNode++
-        return
-      }
-      if (node === owner) return
-      const s = a!.secondary!
-      const type = s['vmi-name'] ? 'vmi' : s.pod ? 'pod' : (s.type ?? '')
-      const who = s['vmi-name'] ?? s.pod
-      borrowed.push({
-        ip: formatIp(block.cidr.family, block.cidr.base + BigInt(o)),
-        borrowingNode: node,
-        block: formatCidr(block.cidr),
-        blockOwner: owner,
-        type,
-        allocatedTo: who ? `${s.namespace ?? ''}/${who}` : '',
-      })
-    })
+    const b = blockBorrowed(block)
+    for (const x of b.borrowed) borrowed.push(x)
+    withoutNode += b.withoutNode
   }
+  return {borrowed, withoutNode}
+}
+
+/** One block's borrowed addresses (see borrowedIps), and how many of its allocations name no node. */
+export function blockBorrowed(block: Block): {borrowed: Borrowed[]; withoutNode: number} {
+  const borrowed: Borrowed[] = []
+  let withoutNode = 0
+  const owner = block.affinity ? block.affinity.slice(block.affinity.indexOf(':') + 1) : ''
+  block.allocations.forEach((idx, o) => {
+    if (idx === null) return
+    const a = block.attributes?.[idx]
+    const node = a?.secondary?.node
+    if (node === undefined) {
+      withoutNode++
+      return
+    }
+    if (node === owner) return
+    const s = a!.secondary!
+    const type = s['vmi-name'] ? 'vmi' : s.pod ? 'pod' : (s.type ?? '')
+    const who = s['vmi-name'] ?? s.pod
+    borrowed.push({
+      ip: formatIp(block.cidr.family, block.cidr.base + BigInt(o)),
+      borrowingNode: node,
+      block: formatCidr(block.cidr),
+      blockOwner: owner,
+      type,
+      allocatedTo: who ? `${s.namespace ?? ''}/${who}` : '',
+    })
+  })
   return {borrowed, withoutNode}
 }
 

@@ -1,9 +1,19 @@
 // A Store that counts what it does: every call is one datastore round trip, and a transaction whose guards
 // fail is a lost compare-and-swap race (the retry helper then re-reads and tries again). The agent exports
 // both as metrics, which is how its batching shows; the benchmarks report round trips per operation with it.
-import type {Condition, KeyValue, ReadRequest, ReadResult, Scan, Store, TxnResult, WriteOp} from './store.js'
+import type {
+  ChangeFeed,
+  Condition,
+  KeyValue,
+  ReadRequest,
+  ReadResult,
+  Scan,
+  Store,
+  TxnResult,
+  WriteOp,
+} from './store.js'
 
-export type StoreOp = 'get' | 'list' | 'listKeys' | 'read' | 'each' | 'txn' | 'revision'
+export type StoreOp = 'get' | 'list' | 'listKeys' | 'read' | 'each' | 'watch' | 'txn' | 'revision'
 
 export interface StoreCounts {
   /** Round trips by operation. */
@@ -13,7 +23,7 @@ export interface StoreCounts {
 }
 
 const zero = (): StoreCounts => ({
-  calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, txn: 0, revision: 0},
+  calls: {get: 0, list: 0, listKeys: 0, read: 0, each: 0, watch: 0, txn: 0, revision: 0},
   conflicts: 0,
 })
 
@@ -28,6 +38,7 @@ export class CountedStore implements Store {
   read?: (req: ReadRequest) => Promise<ReadResult>
   each?: (prefix: string, visit: (kv: KeyValue) => void, opts?: {keysOnly?: boolean}) => Promise<void>
   eachAtOnce?: (scans: Iterable<Scan>) => Promise<void>
+  watch?: (prefixes: readonly string[]) => ChangeFeed
 
   constructor(private readonly inner: Store) {
     // Forwarded only when the inner store has them, so that readMany()/forEachKv() make the same requests
@@ -47,6 +58,18 @@ export class CountedStore implements Store {
       this.eachAtOnce = (scans) => {
         this.counts.calls.each++
         return inner.eachAtOnce!(scans)
+      }
+    // Each catch-up of a feed counts as one round trip (etcd: the progress request on its watch stream).
+    if (inner.watch)
+      this.watch = (prefixes) => {
+        const feed = inner.watch!(prefixes)
+        return {
+          next: (h) => {
+            this.counts.calls.watch++
+            return feed.next(h)
+          },
+          close: () => feed.close(),
+        }
       }
   }
 

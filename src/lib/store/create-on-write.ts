@@ -4,7 +4,17 @@
 // writing (bad input, nothing to do) leaves no store behind, and "created new datastore" is said only by the
 // process whose write created it. If another process creates the file meanwhile, it is opened and used.
 import {embeddedDescription, SqliteStore, storeFileExists} from './sqlite.js'
-import type {Condition, KeyValue, ReadRequest, ReadResult, Scan, Store, TxnResult, WriteOp} from './store.js'
+import type {
+  ChangeFeed,
+  Condition,
+  KeyValue,
+  ReadRequest,
+  ReadResult,
+  Scan,
+  Store,
+  TxnResult,
+  WriteOp,
+} from './store.js'
 
 export class CreateOnWriteStore implements Store {
   readonly description: string
@@ -48,6 +58,23 @@ export class CreateOnWriteStore implements Store {
 
   async eachAtOnce(scans: Iterable<Scan>): Promise<void> {
     await this.existing()?.eachAtOnce(scans)
+  }
+
+  /** Empty (a reset with no keys) until the file exists, then the file's own feed, which starts with a reset. */
+  watch(prefixes: readonly string[]): ChangeFeed {
+    let inner: ChangeFeed | undefined
+    return {
+      next: async (h) => {
+        const s = this.existing()
+        if (!s) {
+          h.reset()
+          return 0n
+        }
+        inner ??= s.watch(prefixes)
+        return inner.next(h)
+      },
+      close: async () => inner?.close(),
+    }
   }
 
   async revision(): Promise<bigint> {

@@ -5,7 +5,9 @@ import fs from 'node:fs'
 import {noop} from 'cockatiel'
 import {Etcd3, type IOptions, type IRangeResponse} from 'etcd3'
 import {DatastoreUnavailableError, ValidationError} from '../errors.js'
+import {EtcdChangeFeed} from './etcd-watch.js'
 import type {
+  ChangeFeed,
   Condition,
   KeyValue,
   ReadRequest,
@@ -470,6 +472,12 @@ export class EtcdStore implements Store {
       {read: false, size: {writes: ops.length, guards: conditions.length}},
     )
     return {succeeded: r.succeeded, revision: BigInt(r.header.revision)}
+  }
+
+  /** A watch on the preferred member (see EtcdChangeFeed). */
+  watch(prefixes: readonly string[]): ChangeFeed {
+    const ranges = prefixes.map((prefix) => ({prefix, end: prefixRangeEnd(Buffer.from(prefix))}))
+    return new EtcdChangeFeed(this, ranges, () => this.clients[this.order()[0]!]!, this.opts.timeoutMs)
   }
 
   async revision(): Promise<bigint> {

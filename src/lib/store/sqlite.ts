@@ -6,7 +6,19 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import {DatastoreUnavailableError, IpamError, StoreMissingError} from '../errors.js'
 import {sqliteNativeBinding} from './sqlite-addon.js'
-import type {Condition, KeyValue, OpenMode, ReadRequest, ReadResult, Scan, Store, TxnResult, WriteOp} from './store.js'
+import type {
+  ChangeFeed,
+  ChangeHandler,
+  Condition,
+  KeyValue,
+  OpenMode,
+  ReadRequest,
+  ReadResult,
+  Scan,
+  Store,
+  TxnResult,
+  WriteOp,
+} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
@@ -183,9 +195,99 @@ export class SqliteStore implements Store {
     return this.run(() => this.stmt.current.get() as bigint)
   }
 
+  /**
+   * Deleted rows leave no trace here (there is no history table), so the feed keeps each key's mod-revision. A
+   * call whose store revision is unchanged reads nothing. Otherwise, per prefix, SQLite finds the keys written
+   * since the last call and counts the keys, both from an index on (key, mod_revision) that holds no values
+   * (made by the first feed on a store opened for writing, see ensureRevisionIndex); the values of those keys are
+   * read, and only when the count says keys were deleted are the keys listed to find which. Without the index (a
+   * store opened for reading) the rows are walked instead, which reads past every value. One read transaction,
+   * so one snapshot.
+   */
+  watch(prefixes: readonly string[]): ChangeFeed {
+    const idx = this.ensureRevisionIndex() ? `INDEXED BY ${REV_INDEX}` : ''
+    const st = this.stmt
+    const movedSince = this.db
+      .prepare(`SELECT key FROM kv ${idx} WHERE key >= ? AND key < ? AND mod_revision > ?`)
+      .safeIntegers(true)
+      .pluck()
+    const count = this.db.prepare(`SELECT count(*) FROM kv ${idx} WHERE key >= ? AND key < ?`).pluck()
+    const keysUnder = this.db.prepare(`SELECT key FROM kv ${idx} WHERE key >= ? AND key < ?`).pluck()
+    // The keys under each prefix as of `at`.
+    const known = prefixes.map(() => new Set<string>())
+    let at: bigint | undefined
+    const step = this.db.transaction((h: ChangeHandler): bigint => {
+      const now = st.current.get() as bigint
+      if (at !== undefined && now === at) return now
+      // A revision that went back: the file was replaced (restored), start over.
+      if (at === undefined || now < at) {
+        h.reset()
+        for (const [i, p] of prefixes.entries()) {
+          known[i]!.clear()
+          for (const r of rowsUnder<Row>(st.scan, p)) {
+            known[i]!.add(r.key)
+            h.change(r.key, toKv(r))
+          }
+        }
+        at = now
+        return now
+      }
+      for (const [i, p] of prefixes.entries()) {
+        const mine = known[i]!
+        const end = prefixEnd(p)
+        for (const key of movedSince.all(p, end, at) as string[]) {
+          mine.add(key)
+          h.change(key, toKv(st.get.get(key) as Row))
+        }
+        // As many keys as known (new ones included): none was deleted.
+        if ((count.get(p, end) as number) === mine.size) continue
+        const present = new Set(keysUnder.all(p, end) as string[])
+        for (const key of [...mine])
+          if (!present.has(key)) {
+            mine.delete(key)
+            h.change(key, undefined)
+          }
+      }
+      at = now
+      return now
+    })
+    return {
+      next: async (h) => this.run(() => step.deferred(h)),
+      close: async () => {},
+    }
+  }
+
+  /**
+   * The index on (key, mod_revision) that lets a change feed find what was written since a revision, and count
+   * keys, without reading values: created once, by the first feed on a store opened for writing (the agent). It
+   * costs one more index entry per key written. False where it is missing and may not be made (a store opened
+   * for reading, or the write lock held too long by others): the feed then walks the rows.
+   */
+  private ensureRevisionIndex(): boolean {
+    const has = () =>
+      this.db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?").pluck().get(REV_INDEX) ===
+      1
+    if (has()) return true
+    if (this.readOnly) return false
+    try {
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${REV_INDEX} ON kv (key, mod_revision)`)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close()
   }
+}
+
+const REV_INDEX = 'kv_key_revision'
+
+/** A string above every key that starts with `prefix` (key paths are ASCII; '' is every key). */
+function prefixEnd(prefix: string): string {
+  if (prefix === '' || prefix.charCodeAt(prefix.length - 1) >= 0x7f) return `${prefix}\u{10ffff}`
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
 }
 
 const SCHEMA = `

@@ -108,7 +108,45 @@ export interface Store {
   revision(): Promise<bigint>
   /** Each member's own status, unreachable ones included (etcd only; undefined for a single-file store). */
   members?(): Promise<StoreMember[]>
+  /**
+   * Optional: follow the keys under `prefixes` (see ChangeFeed), so a long-running reader (the agent's metrics)
+   * reads what changed instead of everything. Use `changeFeed`, which falls back to full re-reads.
+   */
+  watch?(prefixes: readonly string[]): ChangeFeed
   close(): Promise<void>
+}
+
+/** What a ChangeFeed hands its reader. */
+export interface ChangeHandler {
+  /** Forget every key: what follows is the whole content of the prefixes (first call, or the feed was lost). */
+  reset(): void
+  /** `key` is now `kv`; undefined: it was deleted. */
+  change(key: string, kv: KeyValue | undefined): void
+}
+
+/**
+ * The keys under some prefixes, as a stream of changes. Each `next` brings the reader from what the previous
+ * call gave it to the store as of a revision at or after the call began (so a write that completed before the
+ * call is seen), and returns that revision. The first call, and any call after the feed lost track (etcd: its
+ * watch was compacted away or its connection dropped), starts with `reset` and gives every key.
+ */
+export interface ChangeFeed {
+  next(h: ChangeHandler): Promise<bigint>
+  close(): Promise<void>
+}
+
+/** `store.watch(prefixes)`, or a feed that re-reads every prefix on each call for a store without it. */
+export function changeFeed(store: Store, prefixes: readonly string[]): ChangeFeed {
+  if (store.watch) return store.watch(prefixes)
+  return {
+    async next(h) {
+      const rev = await store.revision()
+      h.reset()
+      for (const p of prefixes) await forEachKv(store, p, (kv) => h.change(kv.key, kv))
+      return rev
+    },
+    async close() {},
+  }
 }
 
 /** Guard that reflects what the caller read: absent if it read nothing, else the revision it saw. */
