@@ -40,8 +40,19 @@ export function readManifest(prefix: string): Manifest | undefined {
     throw err
   }
   const m = nativeParse(text) as unknown as Partial<Manifest>
-  if (!Array.isArray(m.versions) || !Array.isArray(m.entries) || !Array.isArray(m.history))
-    throw new ValidationError(`${path.join(prefix, MANIFEST)} is not an ipamctl install manifest`)
+  const bad = () => new ValidationError(`${path.join(prefix, MANIFEST)} is not an ipamctl install manifest`)
+  if (!Array.isArray(m.versions) || !Array.isArray(m.entries) || !Array.isArray(m.history)) throw bad()
+  // uninstall deletes what the manifest names: a version must be a plain name inside the prefix, and an entry or a
+  // created directory an absolute path, so an edited manifest cannot point it anywhere else.
+  const plainName = (v: unknown) => typeof v === 'string' && /^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$/.test(v) && v !== '..'
+  const absolute = (p: unknown) => typeof p === 'string' && path.isAbsolute(p) && path.normalize(p) === p
+  if (
+    !m.versions.every(plainName) ||
+    !m.history.every(plainName) ||
+    !m.entries.every((e) => absolute(e?.path) && typeof e.target === 'string') ||
+    !(m.createdDirs ?? []).every(absolute)
+  )
+    throw bad()
   return {createdDirs: [], ...m} as Manifest
 }
 

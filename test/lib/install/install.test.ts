@@ -85,6 +85,31 @@ describe('cni install', () => {
     assert.deepEqual([listing(d.dir), listing(d.prefix)], [beforeDir, beforePrefix])
   })
 
+  it('an edited manifest naming a path outside the prefix is refused before anything is removed', () => {
+    const d = dirs()
+    install(opts(d))
+    const file = path.join(d.prefix, MANIFEST)
+    const good = fs.readFileSync(file, 'utf8')
+    const outside = path.join(tmp, `outside${n}`)
+    fs.mkdirSync(outside)
+    // Everything under the prefix's parent but the manifest itself, which the test edits.
+    const files = () => (listing(path.dirname(d.prefix)) as string[]).filter((l) => !l.includes(MANIFEST))
+    const before = files()
+    for (const edit of [
+      (m: {versions: string[]}) => m.versions.push(path.relative(d.prefix, outside)),
+      (m: {createdDirs: string[]}) => m.createdDirs.push(`${d.prefix}/../../x`),
+    ]) {
+      const m = JSON.parse(good)
+      edit(m)
+      fs.writeFileSync(file, JSON.stringify(m))
+      assert.throws(() => uninstall(d.prefix), /is not an ipamctl install manifest/)
+      assert.ok(fs.existsSync(outside))
+      assert.deepEqual(files(), before)
+    }
+    fs.writeFileSync(file, good)
+    uninstall(d.prefix)
+  })
+
   it('an upgrade installs beside the old build; --rollback and installing the old build again switch back', () => {
     const d = dirs()
     const newer = copyCheckout(path.join(tmp, `copy${n}`), {version: '0.1.1'})
