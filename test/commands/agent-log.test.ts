@@ -90,6 +90,14 @@ test('agent JSON log: every line parses; assignments carry the pod, batches are 
     assert.equal(typeof l.msg, 'string')
   }
   assert.ok(log.some((l) => l.level === 'info' && l.msg.startsWith('ready on ')))
+  // The first ADD on the empty pool made the agent claim a block for this node.
+  const claims = log.filter((l) => l.msg.startsWith('claimed block '))
+  assert.ok(claims.length >= 1, 'a block claim is logged')
+  for (const c of claims) {
+    assert.equal(c.level, 'info')
+    assert.equal(c.node, NODE)
+    assert.match(String(c.block), /^10\.71\.\d+\.\d+\/26$/)
+  }
   for (const c of ['a1', 'a2', 'a3']) {
     const a = log.find((l) => l.msg === 'assigned addresses' && l.pod === `ns1/pod-${c}`)
     assert.ok(a, `assignment of ${c}`)

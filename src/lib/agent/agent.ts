@@ -93,6 +93,10 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
         counters.batchedRequests += n
         metrics.batchSize.observe(n)
       },
+      onBlockClaimed: (block, node, from) =>
+        logger.info(`claimed block ${block} for node ${node}${from ? ` (an empty block of node ${from})` : ''}`, {
+          block,
+        }),
       onBlockTxn: () => {
         counters.blockTransactions++
         metrics.blockTxns.inc()

@@ -32,6 +32,8 @@ export interface BatcherOptions {
   /** The datastore's conflict count so far (CountedStore), sampled around each batch for onBatch. */
   conflicts?: () => number
   onBlockTxn?: (requests: number) => void
+  /** A request's host claimed a block (autoAssign's onBlockClaimed), for the agent's log. */
+  onBlockClaimed?: (block: string, host: string, replacedOwner?: string) => void
 }
 
 /** The requester went away before its request was taken into a batch: it was not carried out. */
@@ -55,6 +57,8 @@ export class Batcher {
 
   /** `gone`: whether the requester has disconnected (checked when the batch is taken, before any write). */
   autoAssign(args: AutoAssignArgs, gone: () => boolean = () => false): Promise<AssignResult> {
+    const claimed = this.opts.onBlockClaimed
+    if (claimed) args = {...args, onBlockClaimed: (block, from) => claimed(block, args.host, from)}
     return new Promise((resolve, reject) => this.push({kind: 'assign', args, gone, resolve, reject}))
   }
 
