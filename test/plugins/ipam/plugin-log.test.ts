@@ -177,3 +177,26 @@ test('no secret reaches a log line at any level (debug, netconf and environment 
   for (const s of secrets) assert.ok(!all.includes(s), `secret ${s} in the log:\n${all}`)
   assert.ok(!all.includes('BEGIN PRIVATE KEY') || !all.includes('MIIE'))
 })
+
+test('log_file_max_size and log_file_max_count from the netconf rotate the file: <file>.1 … .N, never more', async () => {
+  const b = await box()
+  const file = path.join(b.dir, 'cni.log')
+  // 0.001 MB ≈ 1 KB: an ADD writes about 200 bytes, so 30 ADDs rotate about six times.
+  const text = conf(b, {log_file_path: file, log_file_max_size: 0.001, log_file_max_count: 2})
+  for (let i = 0; i < 30; i++) {
+    const r = await plugin('ADD', `r${String(i).padStart(2, '0')}`, text)
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+  }
+  const names = fs.readdirSync(b.dir).filter((n) => n.startsWith('cni.log'))
+  assert.deepEqual(names.sort(), ['cni.log', 'cni.log.1', 'cni.log.2'])
+  for (const n of names) {
+    const lines = fs.readFileSync(path.join(b.dir, n), 'utf8').split('\n').filter(Boolean)
+    assert.ok(lines.length > 0, n)
+    for (const l of lines) assert.match(l, LINE)
+  }
+  // The newest ADD's story is in the live file; the oldest ones were rotated away past max count.
+  const live = fs.readFileSync(file, 'utf8')
+  assert.match(live, /container=r29 /)
+  const kept = names.map((n) => fs.readFileSync(path.join(b.dir, n), 'utf8')).join('')
+  assert.ok(!kept.includes('container=r00 '), 'the oldest rotation beyond max count is gone')
+})
