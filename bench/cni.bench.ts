@@ -23,7 +23,7 @@ import {makeCtx} from '../src/lib/ipam/context.ts'
 import {createPools} from '../src/lib/ipam/pool-admin.ts'
 import {SqliteStore} from '../src/lib/store/sqlite.ts'
 import type {Store} from '../src/lib/store/store.ts'
-import {benchCommit} from './support.ts'
+import {benchCommit, SCALE_SECTION} from './support.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const IPAM_BIN = path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')
@@ -623,12 +623,18 @@ if (process.env.BENCH_BURST !== '0') {
 }
 
 console.log(out.join('\n'))
-// --write: replace this section of BENCHMARKS.md (from its heading to the end; bench/ipam.bench.ts writes what is above).
+// --write: replace this section of BENCHMARKS.md (from its heading to the scale section or the end; bench/ipam.bench.ts
+// writes what is above).
 if (process.argv.includes('--write')) {
   const file = path.join(ROOT, 'BENCHMARKS.md')
   const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : ''
   const at =
     [old.indexOf(SECTION), old.indexOf('## CNI plugin start-to-exit latency')].find((x) => x >= 0) ?? old.length
-  fs.writeFileSync(file, `${old.slice(0, at).trimEnd()}\n\n${out.join('\n').trim()}\n`)
+  // The scale section after this one (bench/scale.bench.ts writes it) stays as it is.
+  const end = old.indexOf(SCALE_SECTION, at)
+  fs.writeFileSync(
+    file,
+    `${old.slice(0, at).trimEnd()}\n\n${out.join('\n').trim()}\n${end >= 0 ? `\n${old.slice(end)}` : ''}`,
+  )
   console.error('BENCHMARKS.md updated (the process start section)')
 }

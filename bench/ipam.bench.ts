@@ -556,9 +556,11 @@ p(
   'Run everything with `npm run bench` (one command; it builds first): bench/ipam.bench.ts writes this part of the file',
 )
 p(
-  '(`npm run bench:ipam`), bench/cni.bench.ts measures the CNI section at the end (`npm run bench:cni`). Benchmarks are',
+  '(`npm run bench:ipam`), bench/cni.bench.ts the process start section (`npm run bench:cni`), bench/scale.bench.ts the',
 )
-p('never timed tests and never fail CI. Every figure below comes from ONE run, embedded and etcd side by side, against')
+p('scale section at the end (`npm run bench:scale`: 5,000 nodes × 110 pods, embedded and a three-member etcd cluster;')
+p('its own run). Benchmarks are never timed tests and never fail CI. Every figure of a section comes from ONE run,')
+p('embedded and etcd side by side, against')
 p("an etcd the suite starts itself (Debian's etcd-server from scripts/install-test-deps.sh; one member on 127.0.0.1,")
 p('data on local disk). These shared 2-core machines vary by ±20 % or more from run to run, so compare within a run.')
 p()

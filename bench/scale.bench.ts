@@ -2,7 +2,8 @@
 // allocations, on the embedded store and on a real three-member etcd cluster, in ONE run. Each whole-store
 // command is set beside its floor: a process that reads exactly the keys the command reads, raw (bench/raw-read.mjs,
 // etcd3 or SQLite, no decoding), measured in the same run, interleaved with it. Prints Markdown; with --write it
-// also writes bench/results/scale-<date>.md. Benchmarks are never timed tests.
+// also writes bench/results/scale-<date>.md and the last section of BENCHMARKS.md (writeScaleSection). Benchmarks
+// are never timed tests.
 //
 // Environment: SCALE_NODES (default 5000) and SCALE_SMALL_NODES (default: the node count for ~100,000 allocations,
 // for the growth ratio), SCALE_RUNS (default 3), SCALE_BACKENDS (default embedded,cluster), SCALE_CLUSTER_DIR
@@ -25,7 +26,7 @@ import {parseMetrics, startAgentProc} from '../test/support/agent.ts'
 import {type EtcdCluster, startCluster} from '../test/support/etcd-cluster.ts'
 import {haveEtcd} from '../test/support/etcd-server.ts'
 import {runProcess} from '../test/support/process.ts'
-import {BulkWriter, benchCommit, median, timeMs, writeWorkloadBlock} from './support.ts'
+import {BulkWriter, benchCommit, median, timeMs, writeScaleSection, writeWorkloadBlock} from './support.ts'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const WRITE = process.argv.includes('--write')
@@ -430,5 +431,6 @@ if (WRITE) {
   const file = path.join(ROOT, 'bench', 'results', `scale-${new Date().toISOString().slice(0, 10)}.md`)
   fs.mkdirSync(path.dirname(file), {recursive: true})
   fs.writeFileSync(file, text)
-  log(`wrote ${path.relative(ROOT, file)}`)
+  writeScaleSection(ROOT, text)
+  log(`wrote ${path.relative(ROOT, file)} and its section of BENCHMARKS.md`)
 }

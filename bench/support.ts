@@ -1,5 +1,7 @@
 // Shared pieces of the benchmarks: the Store wrapper that counts datastore calls, bulk seeding written directly
 // as Calico-format keys (the way a long-running cluster would have them), and small statistics helpers.
+import fs from 'node:fs'
+import path from 'node:path'
 import {execFileSync} from 'node:child_process'
 import {encodeBlock, newBlock, type Attribute} from '../src/lib/ipam/block.ts'
 import {blockWalk} from '../src/lib/ipam/blockgen.ts'
@@ -145,4 +147,22 @@ export function benchCommit(root: string): string {
   } catch {
     return 'unknown (not a git checkout)'
   }
+}
+
+/**
+ * BENCHMARKS.md is written in three parts, in this order: bench/ipam.bench.ts writes everything above the process
+ * start section, bench/cni.bench.ts that section, bench/scale.bench.ts the scale section at the end (its heading).
+ */
+export const SCALE_SECTION = "## Scale at Kubernetes' limits"
+
+/**
+ * The scale bench's Markdown (bench/results/scale-<date>.md) as the last section of BENCHMARKS.md: its title
+ * becomes SCALE_SECTION, its sections one level down; whatever was there from SCALE_SECTION on is replaced.
+ */
+export function writeScaleSection(root: string, result: string): void {
+  const file = path.join(root, 'BENCHMARKS.md')
+  const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : ''
+  const at = old.indexOf(SCALE_SECTION)
+  const section = result.replace(/^## /gm, '### ').replace(/^# Scale: (.*)$/m, `${SCALE_SECTION}: $1`)
+  fs.writeFileSync(file, `${(at >= 0 ? old.slice(0, at) : old).trimEnd()}\n\n${section.trim()}\n`)
 }
