@@ -57,7 +57,10 @@ test('rotation under 6 concurrent writers loses no line and never splits one', a
   }
   assert.equal(seen.size, writers * count, 'every line of every writer is in the file or one of its rotations')
   const rotations = fs.readdirSync(path.dirname(file)).filter((f) => /^cni\.log\.\d+$/.test(f)).length
-  assert.ok(rotations > 10, `expected the file to have rotated many times, got ${rotations} rotations`)
+  // How many rotations happen depends on timing: a writer that finds the rotation lock taken does not wait, and
+  // each rotation renames every earlier one (up to maxCount), so a loaded machine sees fewer, longer ones (6 seen
+  // in CI, 40+ on a quiet machine). The point is that lines survive rotations made while others write.
+  assert.ok(rotations >= 3, `expected the file to have rotated several times, got ${rotations} rotations`)
   assert.ok(!fs.existsSync(rotateLockName(file)), 'the rotation lock is gone')
 })
 
