@@ -2,11 +2,13 @@
 // reads, with their values, and nothing else (no decoding), the plainest way each store allows.
 //
 // argv: etcd <endpoints a,b,c> <prefix>... | sqlite <file> <prefix>...
-// Prints "<keys> <bytes>" on stdout. etcd: pages of ~4 MiB at one revision, as the store's scans read (one
-// range per page, ascending key order, no sort options); SQLite: one range query per prefix on the kv table.
+// Prints "<keys> <bytes>" on stdout. etcd: pages of ~4 MiB at one revision, each over the bounded key window
+// the store's scans use (nextWindow, docs/etcd-paging.md; ascending key order, no sort options); SQLite: one
+// range query per prefix on the kv table.
 import {createRequire} from 'node:module'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {nextWindow} from '../dist/lib/store/key-windows.js'
 
 const require = createRequire(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'package.json'))
 const [kind, where, ...prefixes] = process.argv.slice(2)
@@ -34,17 +36,25 @@ if (kind === 'etcd') {
   /** @type {string | undefined} */
   let revision
   for (const p of prefixes) {
-    const end = rangeEnd(Buffer.from(p))
-    let from = Buffer.from(p)
+    const prefix = Buffer.from(p)
+    const end = rangeEnd(prefix)
+    /** @type {import('../dist/lib/store/key-windows.js').KeyWindow | undefined} */
+    let win = {from: prefix}
     let limit = 500
-    for (;;) {
-      const r = await client.kv.range({key: from, range_end: end, limit, revision})
+    while (win) {
+      const r = await client.kv.range({key: win.from, range_end: win.end ?? end, limit, revision})
       revision ??= r.header.revision
       for (const kv of r.kvs) bytes += kv.key.length + kv.value.length
       keys += r.kvs.length
-      if (!r.more || r.kvs.length === 0) break
-      limit = Math.max(1, Math.min(20_000, Math.floor((4 * 1024 * 1024) / Math.max(1, bytes / keys))))
-      from = Buffer.concat([r.kvs[r.kvs.length - 1].key, Buffer.from([0])])
+      if (keys > 0) limit = Math.max(1, Math.min(20_000, Math.floor((4 * 1024 * 1024) / Math.max(1, bytes / keys))))
+      const page = {
+        keys: r.kvs.length,
+        firstKey: r.kvs[0]?.key,
+        lastKey: r.kvs[r.kvs.length - 1]?.key,
+        more: r.more && r.kvs.length > 0,
+        count: Number(r.count),
+      }
+      win = nextWindow(prefix, win, page, limit)
     }
   }
   client.close()
