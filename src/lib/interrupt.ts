@@ -50,8 +50,8 @@ export class Interrupt {
   async checkpoint(committed: Committed): Promise<void> {
     this.armedAt = committed
     // The embedded store does its work synchronously, so a run of its calls only ever yields to microtasks
-    // and a signal's handler would not run until the whole operation is over: let the event loop poll once.
-    await new Promise((resolve) => setImmediate(resolve))
+    // and a signal's handler would not run until the whole operation is over.
+    await letSignalsIn()
     if (this.requestedBy) throw interrupted(this.requestedBy, committed)
   }
 
@@ -68,6 +68,15 @@ export class Interrupt {
       this.waiters.add(done)
     })
   }
+}
+
+/**
+ * Return after the event loop has polled for I/O once, which is when a signal that arrived during synchronous
+ * work reaches its handler. One setImmediate is not enough: resumed from an I/O callback (the poll phase), it
+ * runs in the check phase that follows before any new poll; the second one runs only after the next poll.
+ */
+export async function letSignalsIn(): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve))
 }
 
 /** Checkpoint on the context's Interrupt; without one (library use, the agent, CNI) it does nothing. */

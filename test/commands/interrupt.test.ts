@@ -3,8 +3,12 @@
 // expectation is then read back from the store, so nothing depends on how far the command had got.
 import assert from 'node:assert/strict'
 import {spawn} from 'node:child_process'
+import fs from 'node:fs'
 import path from 'node:path'
 import {describe, test} from 'node:test'
+import {SqliteStore} from '../../src/lib/store/sqlite.ts'
+import type {WriteOp} from '../../src/lib/store/store.ts'
+import {encodeWorkloadEndpoint, endpointKey, newWorkloadEndpoint} from '../../src/lib/workload/endpoint.ts'
 import {
   assertCleanError,
   assertRejected,
@@ -242,4 +246,55 @@ describe('pool delete --dry-run', () => {
     assert.match(dryText, new RegExp(`would release ${real.affinities.length} block affinities`))
     assert.equal(sb.value(POOL_KEY), undefined)
   })
+})
+
+/** Export a store of 60,000 endpoints over an earlier export, and signal it while its partial file exists. */
+async function interruptExport(signal: 'SIGINT' | 'SIGTERM'): Promise<void> {
+  const sb = await fixture('interrupt-export', [['pool', 'create', 'p1', '--cidr', '10.0.0.0/16']])
+  const out = path.join(sb.dir, 'backup.txt')
+  await sb.ok('datastore', 'export', '-o', out)
+  const earlier = fs.readFileSync(out, 'utf8')
+  // 60,000 endpoints: the export takes long enough to be signalled while its partial file exists.
+  const store = await SqliteStore.open(sb.db)
+  try {
+    const now = new Date('2026-11-24T10:00:00Z')
+    const ops: WriteOp[] = []
+    for (let i = 0; i < 60_000; i++) {
+      const name = `node--${i % 500}-k8s-pod--${i}-eth0`
+      const wep = newWorkloadEndpoint(
+        {
+          name,
+          namespace: 'default',
+          orchestrator: 'k8s',
+          node: `node-${i % 500}`,
+          pod: `pod-${i}`,
+          containerID: `c${i}`,
+          endpoint: 'eth0',
+          ipNetworks: [`10.1.${i >> 8}.${i & 255}/32`],
+          interfaceName: `cali${i}`,
+        },
+        now,
+      )
+      ops.push({put: endpointKey('default', name), value: encodeWorkloadEndpoint(wep)})
+    }
+    await store.txn([], ops)
+  } finally {
+    await store.close()
+  }
+  const partial = () => fs.readdirSync(sb.dir).filter((f) => f.startsWith('.backup.txt.') && f.endsWith('.tmp'))
+  const run = start(sb, ['datastore', 'export', '-o', out])
+  await until(run.done, () => partial().length > 0)
+  process.kill(run.pid, signal)
+  const r = await run.done
+  assertCleanError(r, 130, new RegExp(`^Error: interrupted by ${signal}: nothing was changed\\n$`))
+  assert.equal(r.stdout, '')
+  assert.deepEqual(partial(), [], 'the partial export file must be removed')
+  assert.equal(fs.readFileSync(out, 'utf8'), earlier, 'the earlier export must be left as it was')
+}
+
+describe('interrupting datastore export -o', () => {
+  test('SIGINT mid-export: exit 130, one line, the earlier export untouched, no partial file left', () =>
+    interruptExport('SIGINT'))
+  test('SIGTERM mid-export: exit 130, one line, the earlier export untouched, no partial file left', () =>
+    interruptExport('SIGTERM'))
 })

@@ -5,6 +5,8 @@ import {CALICO_PREFIX} from '../../lib/store/admin.js'
 
 export default class DatastoreExport extends BaseCommand {
   static override storeMode = 'read' as const
+  // A signal stops the export at once (it writes nothing to the store); the partial file goes with it.
+  static override interruptible = true
   static override summary =
     'Write every resource and all IPAM state in the format of calicoctl datastore migrate export.'
   static override description =

@@ -6,6 +6,7 @@ import path from 'node:path'
 import {compactJson, encodeJson, indentJson, parseJson, rawMembers} from '../codec/gojson.js'
 import {loadYaml, yamlListItem} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
+import {letSignalsIn} from '../interrupt.js'
 import {decodeBlock} from '../ipam/block.js'
 import {isObj, type Obj, parseManifest, poolFrom} from '../ipam/manifest.js'
 import {validateHostName} from '../ipam/node.js'
@@ -248,7 +249,10 @@ export async function exportText(store: Store): Promise<ExportResult> {
  * file is replaced only if it is an earlier export, so a mistyped `-o` (the datastore file, say) is refused. The
  * text is streamed by `fill` into a new file beside it (`.<name>.<pid>.tmp`, 0600, created exclusively) that is
  * renamed over `file` once complete, so an export that fails midway (a store that stops answering) leaves an
- * earlier export as it was, and the partial file is removed.
+ * earlier export as it was, and the partial file is removed. An interrupt ends the process from its signal
+ * handler (BaseCommand, docs/interrupts.md), where no `finally` runs: an exit hook removes the partial file then,
+ * and the rename waits for the signal handlers (letSignalsIn), so a signal that came during a synchronous scan
+ * (the embedded store's) is handled before an earlier export is replaced.
  */
 export async function writeExportFile<T>(
   file: string,
@@ -281,6 +285,8 @@ export async function writeExportFile<T>(
     throw cannot(err)
   }
   let done = false
+  const removePartial = () => fs.rmSync(tmp, {force: true})
+  process.on('exit', removePartial)
   try {
     const result = await fill((chunk) => {
       try {
@@ -289,6 +295,7 @@ export async function writeExportFile<T>(
         throw cannot(err)
       }
     })
+    await letSignalsIn()
     try {
       fs.fchmodSync(fd, 0o600)
       fs.closeSync(fd)
@@ -300,8 +307,9 @@ export async function writeExportFile<T>(
     done = true
     return result
   } finally {
+    process.off('exit', removePartial)
     if (fd >= 0) fs.closeSync(fd)
-    if (!done) fs.rmSync(tmp, {force: true})
+    if (!done) removePartial()
   }
 }
 
