@@ -1,7 +1,8 @@
-// `ipam show` and `ipam check` draw a progress bar with counts on a terminal (a real pseudo-terminal from
+// `ipam show`, `ipam check`, `ipam gc` and `datastore export` draw a progress bar with counts on a terminal (a real pseudo-terminal from
 // util-linux `script`), and write nothing but their output to a pipe.
 import assert from 'node:assert/strict'
 import {spawn, spawnSync} from 'node:child_process'
+import fs from 'node:fs'
 import path from 'node:path'
 import {before, describe, test} from 'node:test'
 import {ROOT, sandbox} from './helpers.ts'
@@ -48,10 +49,36 @@ describe('progress of long scans', {skip: hasScript ? false : 'util-linux script
     assert.match(out, /Check complete/)
   })
 
+  test('ipam gc --dry-run on a terminal: a bar over the scan, erased before the plan', async () => {
+    const out = await onTty(sb.db, 'ipam gc --dry-run')
+    assert.ok(out.includes(`Checking blocks [${'#'.repeat(24)}] 3/3${ERASE}`), JSON.stringify(out))
+    assert.match(out, /Nothing to clean up\./)
+  })
+
+  test('datastore export -o on a terminal: the keys listed, then written of that total, erased before the summary', async () => {
+    const file = sb.file('backup.txt', '')
+    const out = await onTty(sb.db, `datastore export -o ${file}`)
+    // Every key under /calico/ (pool, blocks, affinities, Node records, ...), counted from the store itself.
+    const total = sb.keys('/calico/').length
+    // The line is redrawn at most every 100 ms, so the listing shows its first count at least.
+    assert.match(out, /\r\u001b\[KListing keys… \d/)
+    assert.ok(out.includes(`Exporting [${'#'.repeat(24)}] ${total}/${total}${ERASE}`), JSON.stringify(out))
+    assert.match(out, /\u001b\[KExported \d+ resources/)
+    assert.ok(fs.readFileSync(file, 'utf8').startsWith('apiVersion: projectcalico.org/v3\n'))
+  })
+
+  test('datastore export printed to the terminal itself: no progress line mixed into it', async () => {
+    const out = await onTty(sb.db, 'datastore export')
+    assert.ok(!out.includes(ERASE) && !out.includes('Exporting'), JSON.stringify(out.slice(0, 300)))
+    assert.match(out, /^apiVersion: projectcalico\.org\/v3/)
+  })
+
   test('on a pipe: nothing on stderr', async () => {
     for (const args of [
       ['ipam', 'show'],
       ['ipam', 'check'],
+      ['ipam', 'gc', '--dry-run'],
+      ['datastore', 'export', '-o', path.join(sb.dir, 'piped.txt')],
     ]) {
       const r = await sb.run(...args)
       assert.equal(r.status, 0)

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
+import {terminalProgress} from '../../cli/progress.js'
 import {confirmOrRefuse} from '../../cli/prompt.js'
 import {type GcCandidate, type GcPlan, parseDuration, planGc, runGc} from '../../lib/ipam/gc.js'
 import {netnsLiveness} from '../../lib/workload/endpoint.js'
@@ -14,6 +15,7 @@ export default class IpamGc extends BaseCommand {
     'Only workload allocations are released: a CNI handle <network>.<containerID> with namespace and pod attributes or an ipamctl.io/netns attribute, as the CNI plugins write them, and not a tunnel type. One whose network namespace the plugins recorded (ipamctl.io/netns) only when its node is --node and that namespace is gone. Any other leak (ipam assign, a tunnel address, another tool\'s allocation) is listed as "leaked, not released: not a workload allocation" and left for ipam release.',
     'Safe on a live cluster: each address is released only if its handle and sequence number are still those seen by the scan and no endpoint claims it meanwhile, and each handle is deleted only if unchanged since the scan; anything else is skipped and reported.',
     'Asks for confirmation on a terminal; pass --yes in scripts (without a terminal and without --yes it refuses, exit 2). --dry-run prints the same plan, line for line, and changes nothing.',
+    'On a terminal, a progress bar with counts is drawn on stderr while the store is scanned (nothing on a pipe).',
   ].join('\n\n')
   static override examples = [
     '<%= config.bin %> <%= command.id %> --dry-run',
@@ -42,7 +44,15 @@ export default class IpamGc extends BaseCommand {
     const node = flags.node ?? os.hostname()
     const exists = (p: string) => fs.existsSync(p)
     const liveness = netnsLiveness(node, exists)
-    const plan = await planGc(ctx, {graceMs, nodeNetnsExists: liveness, here: {node, exists}})
+    // Progress only for a person watching; pipes and logs get nothing.
+    const progress = terminalProgress()
+    const plan = await planGc(ctx, {
+      graceMs,
+      nodeNetnsExists: liveness,
+      here: {node, exists},
+      onProgress: progress && ((phase, done, total) => progress.update(phase, done, total)),
+    })
+    progress?.clear()
     const lines = planLines(plan, dry, flags.grace)
     if (plan.ips.length + plan.handles.length + plan.endpoints.length === 0) {
       this.out(`${[...lines, 'Nothing to clean up.'].join('\n')}\n`)

@@ -134,7 +134,11 @@ const isHandle = (key: string): boolean =>
  * it is read, so that a List of 500,000 WorkloadEndpoints is never held, as objects or as text. First the keys
  * (which kinds exist, which keys the format has no place for), then each part's values in the file's order.
  */
-export async function writeExport(store: Store, write: (chunk: Uint8Array) => void): Promise<ExportSummary> {
+export async function writeExport(
+  store: Store,
+  write: (chunk: Uint8Array) => void,
+  opts: {onProgress?: (phase: string, done: number, total: number) => void} = {},
+): Promise<ExportSummary> {
   const out = new Chunks(write)
   const counts = {resources: 0, blocks: 0, affinities: 0, handles: 0, config: 0}
   const skipped: string[] = []
@@ -232,9 +236,29 @@ export async function writeExport(store: Store, write: (chunk: Uint8Array) => vo
       }
     out.push(ipamMembers > 0 ? '\n}\n' : '}\n')
   }
-  await eachAtOnce(store, scans())
+  await eachAtOnce(store, opts.onProgress ? withProgress(scans(), opts.onProgress) : scans())
   out.flush()
   return {counts, skipped}
+}
+
+/**
+ * The export's scans, counting: the first one lists every key (its count is the total), the others read the
+ * values the file holds. A prefix can also hold keys of a longer kind name that its visit skips, so the count
+ * may pass the total: the total grows with it.
+ */
+function* withProgress(
+  scans: Iterable<Scan>,
+  onProgress: (phase: string, done: number, total: number) => void,
+): Generator<Scan> {
+  let listed = 0
+  let read = 0
+  let first = true
+  for (const s of scans) {
+    const visit = s.visit
+    if (first) yield {...s, visit: (kv) => (visit(kv), onProgress('Listing keys', ++listed, 0))}
+    else yield {...s, visit: (kv) => (visit(kv), onProgress('Exporting', ++read, Math.max(read, listed)))}
+    first = false
+  }
 }
 
 /** Everything under /calico/ of one consistent read, as the export file's text (writeExport, held whole). */
