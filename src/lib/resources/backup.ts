@@ -255,8 +255,22 @@ function* withProgress(
   let first = true
   for (const s of scans) {
     const visit = s.visit
-    if (first) yield {...s, visit: (kv) => (visit(kv), onProgress('Listing keys', ++listed, 0))}
-    else yield {...s, visit: (kv) => (visit(kv), onProgress('Exporting', ++read, Math.max(read, listed)))}
+    if (first)
+      yield {
+        ...s,
+        visit: (kv) => {
+          visit(kv)
+          onProgress('Listing keys', ++listed, 0)
+        },
+      }
+    else
+      yield {
+        ...s,
+        visit: (kv) => {
+          visit(kv)
+          onProgress('Exporting', ++read, Math.max(read, listed))
+        },
+      }
     first = false
   }
 }
