@@ -248,18 +248,18 @@ describe('pool delete --dry-run', () => {
   })
 })
 
-/** Export a store of 60,000 endpoints over an earlier export, and signal it while its partial file exists. */
+/** Export a store of 30,000 endpoints over an earlier export, and signal it while its partial file exists. */
 async function interruptExport(signal: 'SIGINT' | 'SIGTERM'): Promise<void> {
   const sb = await fixture('interrupt-export', [['pool', 'create', 'p1', '--cidr', '10.0.0.0/16']])
   const out = path.join(sb.dir, 'backup.txt')
   await sb.ok('datastore', 'export', '-o', out)
   const earlier = fs.readFileSync(out, 'utf8')
-  // 60,000 endpoints: the export takes long enough to be signalled while its partial file exists.
+  // 30,000 endpoints: the export takes long enough to be signalled while its partial file exists.
   const store = await SqliteStore.open(sb.db)
   try {
     const now = new Date('2026-11-24T10:00:00Z')
     const ops: WriteOp[] = []
-    for (let i = 0; i < 60_000; i++) {
+    for (let i = 0; i < 30_000; i++) {
       const name = `node--${i % 500}-k8s-pod--${i}-eth0`
       const wep = newWorkloadEndpoint(
         {
