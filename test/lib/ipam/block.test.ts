@@ -578,8 +578,11 @@ test('hasReleasedAt answers as includes(\'"releasedAt"\') does, wherever and how
   // Random strings over the token's own characters, so that partial and overlapping matches are common.
   let seed = 7
   const rnd = (n: number) => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31
-    return seed % n
+    // xorshift32: every residue comes up (the low bits of a power-of-two LCG cycle)
+    seed ^= seed << 13
+    seed ^= seed >>> 17
+    seed ^= seed << 5
+    return (seed >>> 0) % n
   }
   const alphabet = ['"', 'r', 'e', 'l', 'a', 's', 'd', 'A', 't', token, 'At"']
   for (let k = 0; k < 2000; k++)
