@@ -23,6 +23,16 @@ exports.loadOptions = () => {
   }
 }
 
+/**
+ * End the process as soon as the command has finished, not when Node's event loop runs dry: after a command that
+ * built a large heap (`ipam show` over 10,000 blocks) Node would first wait for V8's background marking, work whose
+ * result nobody needs (docs/startup.md#ending-the-process). The commands write their files synchronously or await
+ * them; output still queued on stdout or stderr (a pipe, where pipes are asynchronous) is left to drain as usual.
+ */
+exports.exitWhenDone = () => {
+  if (process.stdout.writableLength === 0 && process.stderr.writableLength === 0) process.exit()
+}
+
 if (require.main === module) {
   // `ipamctl --version` alone: oclif's own line (its Config#userAgent) without starting oclif, which is most of
   // that command's time. Anything more than the one flag goes to oclif; test/commands/startup.test.ts checks
@@ -35,7 +45,9 @@ if (require.main === module) {
     )
   } else {
     const loader = require('./load-bundle.cjs')
-    if (loader.useBundle(bundle)) loader.load(bundle).execute({loadOptions: exports.loadOptions()})
-    else import('@oclif/core').then(({execute}) => execute({dir: __filename}))
+    const done = loader.useBundle(bundle)
+      ? loader.load(bundle).execute({loadOptions: exports.loadOptions()})
+      : import('@oclif/core').then(({execute}) => execute({dir: __filename}))
+    done.then(exports.exitWhenDone)
   }
 }

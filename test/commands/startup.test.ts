@@ -109,6 +109,38 @@ describe('CLI start-up', {concurrency: true}, () => {
     )
   })
 
+  test('bin/run.cjs ends the process once the command is done, with its exit status, unless output is still queued', async () => {
+    // exitWhenDone on its own, in a process that then says whether it went on: with nothing queued it ends at once
+    // (the status the command set stands); with stdout still holding output it lets the output drain first.
+    const run = (queued: number) =>
+      runProcess(
+        process.execPath,
+        [
+          '-e',
+          `Object.defineProperty(process.stdout, 'writableLength', {get: () => ${queued}})
+           process.exitCode = 7
+           require(${JSON.stringify(path.join(ROOT, 'bin', 'run.cjs'))}).exitWhenDone()
+           setTimeout(() => process.stderr.write('went on'), 10)`,
+        ],
+        {env: process.env},
+      )
+    const idle = await run(0)
+    assert.deepEqual([idle.code, idle.stderr], [7, ''])
+    const busy = await run(1)
+    assert.deepEqual([busy.code, busy.stderr], [7, 'went on'])
+    // And a real command: its whole table through a pipe, and the exit status of a failure.
+    const db = path.join(tmp, 'exit.db')
+    await SqliteStore.open(db).close()
+    const ok = await traced('ipam', 'show', '--datastore-path', db)
+    assert.match(ok.stdout, /^\+-+\+.*\nNodes that can still claim a block .*\n$/s)
+    const missing = await runProcess(
+      process.execPath,
+      [path.join(ROOT, 'bin', 'run.cjs'), 'ipam', 'show', '--datastore-path', path.join(tmp, 'none.db')],
+      {env: process.env},
+    )
+    assert.equal(missing.code, 3, missing.stderr)
+  })
+
   test('the tests run fresh bundles: built by npm run build after everything they are made from', () => {
     assert.equal(bundlesStale(), undefined)
     assert.ok(fs.existsSync(`${BUNDLE}.v8cache`), 'no V8 code cache next to the bundle')

@@ -22,10 +22,30 @@ export function percentHalfEven(n: bigint, total: bigint): bigint {
   return neg ? -q : q
 }
 
+const SMALL = 1n << 32n
+
 /**
  * `5 (8%)`, `65531 (100%)`. calicoctl prints the count with Go's %.5g (1.8447e+19 for a /64); we print
  * it exactly, which is identical below 100000 and truthful above it.
  */
 export function countWithPercent(n: bigint, total: bigint): string {
+  // Block-sized counts (every row of `ipam show --show-blocks`, 10,000s of them) in exact float64 integer
+  // arithmetic: n * 100 and q * total stay far below 2^53, so the quotient and remainder are those of the bigints.
+  if (n >= 0n && n <= SMALL && total > 0n && total <= SMALL) {
+    const num = Number(n) * 100
+    const den = Number(total)
+    let q = Math.floor(num / den)
+    let rem = num - q * den
+    // The float quotient may be one off; the remainder puts it right.
+    if (rem < 0) {
+      q--
+      rem += den
+    } else if (rem >= den) {
+      q++
+      rem -= den
+    }
+    if (rem * 2 > den || (rem * 2 === den && q % 2 === 1)) q++
+    return `${n} (${q}%)`
+  }
   return `${n} (${percentHalfEven(n, total)}%)`
 }

@@ -42,3 +42,38 @@ test('a zero total yields 0% instead of dividing by zero', () => {
   assert.equal(percentHalfEven(0n, 0n), 0n)
   assert.equal(countWithPercent(7n, 0n), '7 (0%)')
 })
+
+test('countWithPercent gives the exact rational percentage for every count and total, small or large', () => {
+  const exact = (n: bigint, total: bigint) => `${n} (${percentHalfEven(n, total)}%)`
+  // Every count of every block size (halves included), totals that divide 100 unevenly, and counts and totals on
+  // either side of where the arithmetic changes (2^32) and far beyond it.
+  const totals = [
+    1n,
+    3n,
+    7n,
+    8n,
+    64n,
+    200n,
+    1000n,
+    999_999n,
+    2n ** 32n - 1n,
+    2n ** 32n,
+    2n ** 32n + 1n,
+    2n ** 53n,
+    2n ** 64n,
+  ]
+  let checked = 0
+  for (const total of totals) {
+    const counts = new Set<bigint>([0n, 1n, total / 2n, total / 3n, total - 1n, total, total + 1n, 2n ** 32n - 1n])
+    for (let n = 0n; n <= (total < 1001n ? total : 0n); n++) counts.add(n)
+    for (let k = 1n; k < 200n; k++) counts.add((total * k) / 200n) // the half-percent boundaries
+    for (const n of counts) {
+      assert.equal(countWithPercent(n, total), exact(n, total), `${n} of ${total}`)
+      checked++
+    }
+  }
+  assert.ok(checked > 2000, `${checked} pairs`)
+  assert.equal(countWithPercent(1n, 200n), '1 (0%)') // 0.5 -> 0
+  assert.equal(countWithPercent(3n, 200n), '3 (2%)') // 1.5 -> 2
+  assert.equal(countWithPercent(2n ** 31n + 1n, 2n ** 32n), '2147483649 (50%)') // 50.0000000233 -> 50
+})

@@ -2,6 +2,7 @@ import {describe, test} from 'node:test'
 import assert from 'node:assert/strict'
 import {
   blockOccupancy,
+  hasReleasedAt,
   sanitizeHandle,
   blockProblems,
   cloneBlock,
@@ -555,6 +556,43 @@ describe('blockOccupancy', () => {
     assert.equal(blockOccupancy('{"cidr":'), undefined)
     assert.equal(blockOccupancy('[]'), undefined)
   })
+})
+
+test('hasReleasedAt answers as includes(\'"releasedAt"\') does, wherever and however often the token or its tail occurs', () => {
+  const token = '"releasedAt"'
+  const cases = [
+    '',
+    token,
+    `${token}:"x"`,
+    `x${token}`,
+    'releasedAt"',
+    '"releasedAt',
+    '"releasedAT"',
+    'At"At"At"',
+    '"releasedXAt"',
+    '{"secondary":{"createdAt":"1"}}',
+    '{"a":"\\"releasedAt\\""}',
+    `At"${token}`,
+    `${'At"'.repeat(50)}${token.slice(0, 11)}`,
+  ]
+  // Random strings over the token's own characters, so that partial and overlapping matches are common.
+  let seed = 7
+  const rnd = (n: number) => {
+    // xorshift32: every residue comes up (the low bits of a power-of-two LCG cycle)
+    seed ^= seed << 13
+    seed ^= seed >>> 17
+    seed ^= seed << 5
+    return (seed >>> 0) % n
+  }
+  const alphabet = ['"', 'r', 'e', 'l', 'a', 's', 'd', 'A', 't', token, 'At"']
+  for (let k = 0; k < 2000; k++)
+    cases.push(Array.from({length: rnd(12)}, () => alphabet[rnd(alphabet.length)]).join(''))
+  let found = 0
+  for (const text of cases) {
+    assert.equal(hasReleasedAt(text), text.includes(token), JSON.stringify(text))
+    if (text.includes(token)) found++
+  }
+  assert.ok(found > 100 && found < cases.length - 100, `both answers are exercised (${found} of ${cases.length})`)
 })
 
 test('sanitizeHandle cuts a handle ID at its first carriage return, as upstream does', () => {
