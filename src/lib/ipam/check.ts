@@ -19,6 +19,7 @@ import {
   summarizeBlock,
   WINDOWS_RESERVED_HANDLE,
 } from './block.js'
+import {type AddressKey, AddressTable, keyText} from './address-table.js'
 import {type Ctx, listPools} from './context.js'
 import {nodeTunnelAddresses} from './node.js'
 import {decodeAffinity} from './records.js'
@@ -138,11 +139,9 @@ async function readClusterInfo(ctx: Ctx): Promise<ClusterInfo> {
   }
 }
 
+// The length first: toLowerCase would copy every handle of a whole-store scan.
 const isWindowsReserved = (h: string | undefined): boolean =>
-  h !== undefined && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
-
-/** Dotted quad of an IPv4 address held as a number: the per-allocation path stays off bigints. */
-const v4Text = (n: number): string => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`
+  h !== undefined && h.length === WINDOWS_RESERVED_HANDLE.length && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
 
 /**
  * The value of `s` (up to `end`) if it is an IPv4 address exactly as formatIp writes it (no leading zeros, no
@@ -173,14 +172,7 @@ export function canonicalV4(s: string, end = s.length): number {
   return dots === 3 && digits > 0 ? value * 256 + octet : -1
 }
 
-/**
- * An address as check keys it: IPv4 as its number (no string per address of a whole-store scan), IPv6 as its
- * normalized text. The two never collide.
- */
-type AddressKey = number | string
-
 const addressKey = (ip: Ip): AddressKey => (ip.family === 4 ? Number(ip.value) : formatIp(6, ip.value))
-const keyText = (k: AddressKey): string => (typeof k === 'number' ? v4Text(k) : k)
 
 /** Whether an address is in one of `pools`, with IPv4 tested on numbers. */
 function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip: (ip: Ip) => boolean} {
@@ -196,23 +188,14 @@ function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip
 /** Shared by allocations without (alternate) attributes: 100,000 empty objects would be a few MB. */
 const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
-/** An address that records name: its owners in the order found, and what the checks need to know of it. */
-interface Owned {
-  /** `Node(<name>)` / `Workload(<ns>/<name>)`. */
-  owners: string[]
-  /** In an active pool (as its first owner found it). */
-  pooled: boolean
-  /** A live (not cooling-down) allocation holds it. */
-  allocated: boolean
-}
-
 /**
  * Owners of each address in use: the tunnel addresses of Node records (Calico's node agent writes them on a
  * shared datastore), then workload endpoints, each visited one at a time (check never holds them all). There
  * are no Kubernetes Services, so these are the only owners besides the Windows reservation.
  */
 class EndpointOwners {
-  readonly owned = new Map<AddressKey, Owned>()
+  /** Address → `Node(<name>)` / `Workload(<ns>/<name>)` of each record naming it. */
+  readonly owned = new AddressTable()
   nodeTunnelIps = 0
   workloadIps = 0
   readonly gone: GoneEndpoint[] = []
@@ -230,14 +213,8 @@ class EndpointOwners {
     for (const text of nodeTunnelAddresses(kv.value)) {
       this.nodeTunnelIps++
       const ip = parseIp(text)
-      this.add(addressKey(ip), ['Node(', name, ')'].join(''), this.inActivePool.ip(ip))
+      this.owned.add(addressKey(ip), ['Node(', name, ')'].join(''), this.inActivePool.ip(ip))
     }
-  }
-
-  private add(key: AddressKey, owner: string, pooled: boolean): void {
-    const o = this.owned.get(key)
-    if (o) o.owners.push(owner)
-    else this.owned.set(key, {owners: [owner], pooled, allocated: false})
   }
 
   visit(kv: KeyValue): void {
@@ -267,7 +244,7 @@ class EndpointOwners {
       // Joined rather than a template literal: V8 would keep each owner as a tree of string pieces, and the
       // pieces read off the text would keep the whole record's text alive.
       owner ??= ['Workload(', w.namespace, '/', w.name, ')'].join('')
-      this.add(key, owner, pooled)
+      this.owned.add(key, owner, pooled)
     }
   }
 }
@@ -303,7 +280,7 @@ class BlockScan {
   readonly flags: number[] = []
   visited = 0
   /** Set when every endpoint has been visited, before any detail is built. */
-  owned: ReadonlyMap<AddressKey, Owned> = new Map()
+  owned = new AddressTable()
   private readonly texts: string[] = []
   private readonly details: (BlockDetail | undefined)[] = []
 
@@ -393,7 +370,7 @@ class BlockScan {
 }
 
 /** A block's allocations as CheckAllocations, with their owners. */
-function detailAllocations(block: Block, cidr: string, owned: ReadonlyMap<AddressKey, Owned>): BlockDetail {
+function detailAllocations(block: Block, cidr: string, owned: AddressTable): BlockDetail {
   const list: CheckAllocation[] = []
   const byOrdinal: (CheckAllocation | undefined)[] = []
   const host = ownerHost(block)
@@ -407,7 +384,8 @@ function detailAllocations(block: Block, cidr: string, owned: ReadonlyMap<Addres
     const windowsReserved = isWindowsReserved(handle)
     const attrs = a.secondary ?? NO_ATTRS
     const key = v4Base >= 0 ? v4Base + o : formatIp(block.cidr.family, block.cidr.base + BigInt(o))
-    const owners = owned.get(key)?.owners
+    const e = owned.find(key)
+    const owners = e < 0 ? undefined : owned.ownersOf(e)
     const alloc: CheckAllocation = {
       ip: keyText(key),
       block: cidr,
@@ -484,8 +462,8 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   for (let i = 0; i < scan.keys.length; i++) {
     const flags = scan.flags[i]!
     if (flags & COOLING_DOWN) continue
-    const o = owned.get(scan.keys[i]!)
-    if (o) o.allocated = true
+    const e = owned.find(scan.keys[i]!)
+    if (e >= 0) owned.markAllocated(e)
     else if (!(flags & WINDOWS_RESERVED)) leaked.push(scan.allocation(i))
   }
   const nodeAllocations = [...perNode]
@@ -495,11 +473,11 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   const multipleOwners: string[] = []
   const notInActivePool: InUseIssue[] = []
   const noAllocation: InUseIssue[] = []
-  for (const [key, o] of owned) {
-    if (o.owners.length > 1) multipleOwners.push(keyText(key))
-    if (!o.pooled) notInActivePool.push({ip: keyText(key), owner: o.owners.join(', ')})
+  for (let e = 0; e < owned.size; e++) {
+    if (owned.ownerCount(e) > 1) multipleOwners.push(owned.ip(e))
+    if (!owned.pooled(e)) notInActivePool.push({ip: owned.ip(e), owner: owned.ownersOf(e).join(', ')})
     // A cooling-down address was released while its workload still uses it: no allocation either.
-    else if (!o.allocated) noAllocation.push({ip: keyText(key), owner: o.owners.join(', ')})
+    else if (!owned.allocated(e)) noAllocation.push({ip: owned.ip(e), owner: owned.ownersOf(e).join(', ')})
   }
 
   // Extras. ipamctl writes an affinity and its block in one transaction, so either without the other is
@@ -543,7 +521,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     allocationCount: scan.keys.length,
     activePools: active.map((p) => formatCidr(p)),
     get owners() {
-      owners ??= new Map([...owned].map(([key, o]) => [keyText(key), o.owners]))
+      owners ??= new Map(Array.from({length: owned.size}, (_, e) => [owned.ip(e), owned.ownersOf(e)]))
       return owners
     },
     ownedIps: owned.size,
