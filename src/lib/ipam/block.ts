@@ -475,7 +475,8 @@ function readBlockSummary(c: JsonCursor): BlockSummary {
 }
 
 function readAttributeSummary(c: JsonCursor): AttributeSummary {
-  const a: AttributeSummary = {}
+  // Every member set, as summarizeBlock sets them: one object shape.
+  const a: AttributeSummary = {handle_id: undefined, node: undefined, releasedAt: undefined}
   let seen = 0
   if (c.openObject())
     do {
