@@ -138,6 +138,8 @@ export type EndpointAddresses = Pick<WorkloadEndpoint, 'name' | 'namespace' | 'n
  * `EndpointAddresses` read straight off the stored text, as `decodeWorkloadEndpoint` would give them, without
  * building the record (`ipam check` reads every endpoint). Undefined when in doubt: a backslash anywhere, a member
  * of another type than Go writes (null included) or twice, anything malformed; the caller then decodes in full.
+ * The one thing not looked for is a raw control character inside a string (JSON.parse refuses one, Go never writes
+ * one): such a record is read rather than failing the whole check.
  */
 export function scanEndpointAddresses(text: string): EndpointAddresses | undefined {
   const c = JsonCursor.over(text)

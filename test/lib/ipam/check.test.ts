@@ -386,6 +386,8 @@ describe('canonicalV4', () => {
       const ip = tryParseIp(s)
       const canonical = ip?.family === 4 && formatIp(4, ip.value) === s
       assert.equal(canonicalV4(s), canonical ? Number(ip.value) : -1, s)
+      // Up to an end: the address part of an ipNetworks entry, read without cutting it out.
+      assert.equal(canonicalV4(`${s}/32`, s.length), canonical ? Number(ip.value) : -1, s)
     }
   })
 })
