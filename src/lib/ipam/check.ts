@@ -417,8 +417,9 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   ])
   const active = pools.filter((p) => !p.spec.disabled).map((p) => p.cidr)
 
-  // Endpoints, blocks and handles are each streamed, never held (100,000 of each would dominate check's peak
-  // memory). etcd runs the endpoints beside blocks-then-handles; the embedded store one after the other.
+  // Endpoints, blocks and handles are each streamed, never held decoded (100,000 of each would dominate check's
+  // peak memory); only the blocks' text is kept, for the details (BlockScan). etcd runs the endpoints beside
+  // blocks-then-handles; the embedded store one after the other.
   const endpoints = new EndpointOwners(active, opts.nodeNetnsExists)
   const scan = new BlockScan(now)
   const leakedHandles: CheckResult['leakedHandles'] = []
