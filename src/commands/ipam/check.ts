@@ -78,7 +78,7 @@ function checkText(r: CheckResult, o: {all: boolean; problemIps: boolean}): stri
     l.push(` IPAM block ${b.cidr} affinity=${b.affinity ?? '<none>'}:`)
     if (o.all) for (const a of b.allocations) l.push(`  ${a.ip} allocated; attrs ${describe(a)}`)
   }
-  l.push(`IPAM blocks record ${r.allocations.length} allocations.`, '', 'Loading all IPAM pools...')
+  l.push(`IPAM blocks record ${r.allocationCount} allocations.`, '', 'Loading all IPAM pools...')
   for (const p of r.activePools) l.push(`  ${p}`)
   l.push(`Found ${r.activePools.length} active IP pools.`, '')
   l.push('Loading all nodes.')
@@ -95,7 +95,7 @@ function checkText(r: CheckResult, o: {all: boolean; problemIps: boolean}): stri
   if (o.all)
     for (const [ip, owners] of r.owners)
       for (const w of owners) if (w.startsWith('Workload(')) l.push(`  ${ip} belongs to ${w}`)
-  l.push(`Found ${r.workloadIps} workload IPs.`, `Workloads and nodes are using ${r.owners.size} IPs.`, '')
+  l.push(`Found ${r.workloadIps} workload IPs.`, `Workloads and nodes are using ${r.ownedIps} IPs.`, '')
   l.push('Loading all handles', 'Looking for top (up to 20) nodes by allocations...')
   for (const n of r.nodeAllocations.slice(0, 20)) l.push(`  ${n.node} has ${n.count} allocations`)
   const max = r.nodeAllocations[0]?.count ?? 0

@@ -1,6 +1,7 @@
 // An allocation block: its stored JSON form (Calico's AllocationBlock) and the pure operations on it.
 // The block is the unit of compare-and-swap; nothing here touches the datastore.
 import {asBigInt, encodeJson, goMap, type JsonValue, nativeParse, RawJson} from '../codec/gojson.js'
+import {JsonCursor, NOT_LEAN, once} from '../codec/json-scan.js'
 import {ValidationError} from '../errors.js'
 import {type Cidr, cidrSize, formatCidr, formatIp, type Ip, maskIp, parseCidr} from '../net/cidr.js'
 import {rfc3339} from '../codec/gotime.js'
@@ -60,7 +61,7 @@ export const sanitizeHandle = (h: string): string => {
   return cr < 0 ? h : h.slice(0, cr)
 }
 
-export const ownerHost = (b: Block): string | undefined =>
+export const ownerHost = (b: Pick<Block, 'affinity'>): string | undefined =>
   b.affinity?.startsWith('host:') ? b.affinity.slice(5) : undefined
 
 export function ordinalOf(b: Block, ip: Ip): number {
@@ -77,7 +78,7 @@ export const attributeOf = (b: Block, ordinal: number): Attribute | undefined =>
   return idx === null || idx === undefined ? undefined : b.attributes?.[idx]
 }
 
-export const isCoolingDown = (a: Attribute | undefined): boolean =>
+export const isCoolingDown = (a: Pick<Attribute, 'releasedAt' | 'handle_id'> | undefined): boolean =>
   a?.releasedAt !== undefined && a.handle_id === undefined
 
 export const allocatedOrdinals = (b: Block): number[] => b.allocations.flatMap((a, i) => (a === null ? [] : [i]))
@@ -192,10 +193,15 @@ export function garbageCollect(b: Block, cooldownSeconds: number, now: Date): bo
 }
 
 /** Invariant violations, worded as `calicoctl ipam check` words them (docs/calico.md#block-invariants). */
-export function blockProblems(b: Block, now: Date): string[] {
+/** What `blockProblems` reads of a block: a decoded Block, or the BlockSummary of a whole-store scan. */
+export type BlockShape = Pick<Block, 'allocations' | 'unallocated'> & {
+  attributes: readonly Pick<Attribute, 'releasedAt'>[] | null
+}
+
+export function blockProblems(b: BlockShape, now: Date): string[] {
   const out: string[] = []
   const attrs = b.attributes ?? []
-  const size = blockSize(b)
+  const size = b.allocations.length
   const referenced = new Set<number>()
   b.allocations.forEach((a, o) => {
     if (a === null) return
@@ -374,4 +380,148 @@ export function blockOccupancy(text: string): BlockOccupancy | undefined {
   const size = Number(cidrSize(cidr))
   if (allocations.length !== size) return undefined
   return {cidr, size, unallocated: unallocated.map(Number)}
+}
+
+/** One attribute as a whole-store scan (`ipam check`) needs it: its handle, `secondary.node`, `releasedAt`. */
+export interface AttributeSummary {
+  handle_id?: string
+  node?: string
+  releasedAt?: string
+}
+
+/** A block as a whole-store scan needs it; `blockProblems` takes it as it takes a Block. */
+export interface BlockSummary {
+  cidr: Cidr
+  affinity: string | null
+  allocations: (number | null)[]
+  unallocated: number[]
+  attributes: AttributeSummary[] | null
+}
+
+/** The summary of a decoded block. */
+export function summarizeBlock(b: Block): BlockSummary {
+  return {
+    cidr: b.cidr,
+    affinity: b.affinity,
+    allocations: b.allocations,
+    unallocated: b.unallocated,
+    attributes:
+      b.attributes?.map((a) => ({handle_id: a.handle_id, node: a.secondary?.node, releasedAt: a.releasedAt})) ?? null,
+  }
+}
+
+/** No backslash (escapes) and no control character (JSON.parse refuses one inside a string; whitespace aside). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const NOT_PLAIN = /[\u0000-\u001f\\]/
+
+/**
+ * `summarizeBlock(decodeBlock(text))` read straight off the stored text, without building the attributes' maps
+ * or the sequence numbers (`ipam check` reads every block). Undefined when in doubt: a backslash or control
+ * character anywhere (whitespace between tokens included: Go writes none), `hostAffinity` (legacy), a member of
+ * another type than Go writes or twice, a size mismatch, anything malformed. The caller then decodes the block in
+ * full, which gives the same summary or the error that makes the block invalid. Members are validated as far as
+ * decodeBlock validates them (sequence numbers must be integers, attribute maps objects).
+ */
+export function scanBlockSummary(text: string): BlockSummary | undefined {
+  if (NOT_PLAIN.test(text)) return undefined
+  const c = JsonCursor.over(text)
+  if (!c) return undefined
+  try {
+    return readBlockSummary(c)
+  } catch {
+    // NOT_LEAN, a CIDR parseCidr refuses, or a nesting too deep for the recursive skip: decodeBlock decides.
+    return undefined
+  }
+}
+
+function readBlockSummary(c: JsonCursor): BlockSummary {
+  let cidr: Cidr | undefined
+  let affinity: string | null = null
+  let allocations: (number | null)[] | undefined
+  const unallocated: number[] = []
+  let attributes: AttributeSummary[] | null = null
+  let seen = 0
+  if (c.openObject())
+    do {
+      c.name()
+      if (c.is('cidr')) {
+        seen = once(seen, 1)
+        cidr = parseCidr(c.string())
+      } else if (c.is('affinity')) {
+        seen = once(seen, 2)
+        affinity = c.null() ? null : c.string()
+      } else if (c.is('allocations')) {
+        seen = once(seen, 4)
+        const list: (number | null)[] = []
+        if (c.openArray())
+          do list.push(c.null() ? null : c.smallInt())
+          while (c.nextElement())
+        allocations = list
+      } else if (c.is('unallocated')) {
+        seen = once(seen, 8)
+        if (c.openArray())
+          do unallocated.push(c.smallInt())
+          while (c.nextElement())
+      } else if (c.is('attributes')) {
+        seen = once(seen, 16)
+        if (!c.null()) {
+          attributes = []
+          if (c.openArray())
+            do attributes.push(readAttributeSummary(c))
+            while (c.nextElement())
+        }
+      } else if (c.is('sequenceNumber')) {
+        seen = once(seen, 32)
+        c.skipInteger()
+      } else if (c.is('sequenceNumberForAllocation')) {
+        seen = once(seen, 64)
+        if (!c.null() && c.openObject())
+          do {
+            c.name()
+            c.skipInteger()
+          } while (c.nextMember())
+      } else if (c.is('hostAffinity')) {
+        throw NOT_LEAN
+      } else c.skip()
+    } while (c.nextMember())
+  c.end()
+  if (!cidr || !allocations || allocations.length !== Number(cidrSize(cidr))) throw NOT_LEAN
+  return {cidr, affinity, allocations, unallocated, attributes}
+}
+
+function readAttributeSummary(c: JsonCursor): AttributeSummary {
+  // Every member set, as summarizeBlock sets them: one object shape.
+  const a: AttributeSummary = {handle_id: undefined, node: undefined, releasedAt: undefined}
+  let seen = 0
+  if (c.openObject())
+    do {
+      c.name()
+      if (c.is('handle_id')) {
+        seen = once(seen, 1)
+        a.handle_id = c.string()
+      } else if (c.is('secondary')) {
+        seen = once(seen, 2)
+        if (!c.null() && c.openObject()) {
+          let node = 0
+          do {
+            c.name()
+            if (c.is('node')) {
+              node = once(node, 1)
+              a.node = c.string()
+            } else c.string()
+          } while (c.nextMember())
+        }
+      } else if (c.is('alternateOwnerAttrs')) {
+        seen = once(seen, 4)
+        if (!c.null() && c.openObject())
+          do {
+            c.name()
+            c.string()
+          } while (c.nextMember())
+      } else if (c.is('releasedAt')) {
+        seen = once(seen, 8)
+        a.releasedAt = c.string()
+      } else c.skip()
+    } while (c.nextMember())
+  return a
 }

@@ -6,16 +6,20 @@ import {parseJson} from '../codec/gojson.js'
 import {type Cidr, containsIp, formatCidr, formatIp, type Ip, parseIp, tryParseIp} from '../net/cidr.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
 import {forEachKv, type KeyValue} from '../store/store.js'
-import {decodeWorkloadEndpoint, type WorkloadEndpoint} from '../workload/endpoint.js'
+import {decodeWorkloadEndpoint, type EndpointAddresses, scanEndpointAddresses} from '../workload/endpoint.js'
 import {
   type Block,
+  type BlockSummary,
   blockProblems,
   decodeBlock,
   isCoolingDown,
   ownerHost,
   sanitizeHandle,
+  scanBlockSummary,
+  summarizeBlock,
   WINDOWS_RESERVED_HANDLE,
 } from './block.js'
+import {type AddressKey, AddressTable, keyText} from './address-table.js'
 import {type Ctx, listPools} from './context.js'
 import {nodeTunnelAddresses} from './node.js'
 import {decodeAffinity} from './records.js'
@@ -39,7 +43,8 @@ export interface CheckAllocation {
 export interface CheckBlock {
   cidr: string
   affinity: string | null
-  allocations: CheckAllocation[]
+  /** Built from the block's text when first read. */
+  readonly allocations: CheckAllocation[]
 }
 
 export interface InUseIssue {
@@ -49,14 +54,19 @@ export interface InUseIssue {
 
 export interface CheckResult {
   blocks: CheckBlock[]
-  /** Every allocation, cooling-down ones included (they still occupy their address). */
-  allocations: CheckAllocation[]
+  /**
+   * Every allocation, cooling-down ones included (they still occupy their address). Built when first read (as
+   * each block's `allocations`): a check that only counts (`allocationCount`) builds the leaked ones alone.
+   */
+  readonly allocations: CheckAllocation[]
+  allocationCount: number
   activePools: string[]
   /**
    * Address → owners: `Node(<name>)` for the tunnel addresses Node records name (first), `Workload(<ns>/<name>)`
-   * from WorkloadEndpoint ipNetworks.
+   * from WorkloadEndpoint ipNetworks. Built when first read; `ownedIps` is its size.
    */
-  owners: Map<string, string[]>
+  readonly owners: Map<string, string[]>
+  ownedIps: number
   /** Tunnel addresses named by Node records (calicoctl's "node tunnel IPs"). */
   nodeTunnelIps: number
   /** Endpoint records that own nothing because their network namespace is gone (only with `nodeNetnsExists`). */
@@ -101,7 +111,7 @@ export interface CheckOptions {
    * Whether a workload endpoint's network namespace still exists. Only the caller can know (it must run on the
    * endpoint's node); an endpoint for which it returns false does not own its addresses. Absent: all do.
    */
-  nodeNetnsExists?: (wep: WorkloadEndpoint) => boolean
+  nodeNetnsExists?: (wep: EndpointAddresses) => boolean
   /** Called while blocks are scanned, for a progress indicator. */
   onProgress?: (phase: string, done: number, total: number) => void
 }
@@ -129,22 +139,20 @@ async function readClusterInfo(ctx: Ctx): Promise<ClusterInfo> {
   }
 }
 
+// The length first: toLowerCase would copy every handle of a whole-store scan.
 const isWindowsReserved = (h: string | undefined): boolean =>
-  h !== undefined && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
-
-/** Dotted quad of an IPv4 address held as a number: the per-allocation path stays off bigints. */
-const v4Text = (n: number): string => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`
+  h !== undefined && h.length === WINDOWS_RESERVED_HANDLE.length && h.toLowerCase() === WINDOWS_RESERVED_HANDLE
 
 /**
- * The value of `s` if it is an IPv4 address exactly as formatIp writes it (no leading zeros, no spaces), else -1.
- * Nearly every endpoint address is; for those the text is already the normalized form.
+ * The value of `s` (up to `end`) if it is an IPv4 address exactly as formatIp writes it (no leading zeros, no
+ * spaces), else -1. Nearly every endpoint address is; for those the text is already the normalized form.
  */
-export function canonicalV4(s: string): number {
+export function canonicalV4(s: string, end = s.length): number {
   let value = 0
   let octet = 0
   let digits = 0
   let dots = 0
-  for (let i = 0; i < s.length; i++) {
+  for (let i = 0; i < end; i++) {
     const c = s.charCodeAt(i)
     if (c === 46) {
       if (digits === 0 || dots === 3) return -1
@@ -164,6 +172,8 @@ export function canonicalV4(s: string): number {
   return dots === 3 && digits > 0 ? value * 256 + octet : -1
 }
 
+const addressKey = (ip: Ip): AddressKey => (ip.family === 4 ? Number(ip.value) : formatIp(6, ip.value))
+
 /** Whether an address is in one of `pools`, with IPv4 tested on numbers. */
 function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip: (ip: Ip) => boolean} {
   const v4 = pools
@@ -175,8 +185,6 @@ function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip
   }
 }
 
-/** Shared by every allocation until its owners are known; replaced before checkIpam returns. */
-const NO_OWNERS: string[] = []
 /** Shared by allocations without (alternate) attributes: 100,000 empty objects would be a few MB. */
 const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
@@ -187,8 +195,7 @@ const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, str
  */
 class EndpointOwners {
   /** Address → `Node(<name>)` / `Workload(<ns>/<name>)` of each record naming it. */
-  readonly owners = new Map<string, string[]>()
-  readonly outsideActivePools = new Set<string>()
+  readonly owned = new AddressTable()
   nodeTunnelIps = 0
   workloadIps = 0
   readonly gone: GoneEndpoint[] = []
@@ -203,69 +210,87 @@ class EndpointOwners {
 
   visitNode(kv: KeyValue): void {
     const name = kv.key.slice(NODE_PREFIX.length)
-    for (const ip of nodeTunnelAddresses(kv.value)) {
+    for (const text of nodeTunnelAddresses(kv.value)) {
       this.nodeTunnelIps++
-      this.add(ip, ['Node(', name, ')'].join(''), this.inActivePool.ip(parseIp(ip)))
-    }
-  }
-
-  private add(ip: string, owner: string, pooled: boolean): void {
-    const list = this.owners.get(ip)
-    if (list) {
-      list.push(owner)
-    } else {
-      this.owners.set(ip, [owner])
-      if (!pooled) this.outsideActivePools.add(ip)
+      const ip = parseIp(text)
+      this.owned.add(addressKey(ip), ['Node(', name, ')'].join(''), this.inActivePool.ip(ip))
     }
   }
 
   visit(kv: KeyValue): void {
-    const w = decodeWorkloadEndpoint(kv.value)
+    // Only the few members check needs, read off the text; the full decoder when the text is not plain.
+    const w = scanEndpointAddresses(kv.value) ?? decodeWorkloadEndpoint(kv.value)
     if (this.nodeNetnsExists && !this.nodeNetnsExists(w)) {
       this.gone.push({key: kv.key, modRevision: kv.modRevision, name: `${w.namespace}/${w.name}`})
       return
     }
-    // Joined rather than a template literal: V8 would keep each owner as a tree of four string pieces.
-    const owner = ['Workload(', w.namespace, '/', w.name, ')'].join('')
+    let owner: string | undefined
     for (const n of w.ipNetworks) {
       const slash = n.indexOf('/')
-      const head = slash < 0 ? n : n.slice(0, slash)
-      const v4 = canonicalV4(head)
-      let ip: string
+      const end = slash < 0 ? n.length : slash
+      const v4 = canonicalV4(n, end)
+      let key: AddressKey
       let pooled: boolean
       if (v4 >= 0) {
-        ip = head
+        key = v4
         pooled = this.inActivePool.v4(v4)
       } else {
-        const parsed = tryParseIp(head)
+        const parsed = tryParseIp(n.slice(0, end))
         if (!parsed) continue
-        ip = formatIp(parsed.family, parsed.value)
+        key = addressKey(parsed)
         pooled = this.inActivePool.ip(parsed)
       }
       this.workloadIps++
-      this.add(ip, owner, pooled)
+      // Joined rather than a template literal: V8 would keep each owner as a tree of string pieces, and the
+      // pieces read off the text would keep the whole record's text alive.
+      owner ??= ['Workload(', w.namespace, '/', w.name, ')'].join('')
+      this.owned.add(key, owner, pooled)
     }
   }
 }
 
-/** Blocks visited one at a time: their allocations (owners still unknown), handles and problems. */
+const COOLING_DOWN = 1
+const WINDOWS_RESERVED = 2
+
+/** One block's allocations in full (`CheckBlock.allocations`), and the same indexed by ordinal. */
+interface BlockDetail {
+  list: CheckAllocation[]
+  byOrdinal: (CheckAllocation | undefined)[]
+}
+
+/**
+ * Blocks visited one at a time: their summaries (read off the text, not decoded), the handles they name and
+ * their problems, and per allocation only its address, where it is, and two flags. The full CheckAllocation of
+ * an allocation is built only when asked for (a leak, the report, --show-all-ips), from the block's text,
+ * which is kept for that: the text costs no work to keep, 550,000 allocation objects did.
+ */
 class BlockScan {
   readonly blocks: CheckBlock[] = []
-  readonly allocations: CheckAllocation[] = []
   readonly invalidBlocks: CheckResult['invalidBlocks'] = []
   /** Handles the blocks name, Windows reservations aside. */
   readonly referenced = new Set<string>()
   readonly blockCidrs = new Set<string>()
   readonly hostAffine: {cidr: string; host: string}[] = []
+  /** Non-cooling-down allocations per `node` attribute. */
+  readonly perNode = new Map<string, number>()
+  /** Per allocation, in block then ordinal order: its address, its block (index in `blocks`), ordinal, flags. */
+  readonly keys: AddressKey[] = []
+  readonly blockOf: number[] = []
+  readonly ordinalOf: number[] = []
+  readonly flags: number[] = []
   visited = 0
+  /** Set when every endpoint has been visited, before any detail is built. */
+  owned = new AddressTable()
+  private readonly texts: string[] = []
+  private readonly details: (BlockDetail | undefined)[] = []
 
   constructor(private readonly now: Date) {}
 
   visit(kv: KeyValue): void {
     this.visited++
-    let block: Block
+    let block: BlockSummary
     try {
-      block = decodeBlock(kv.value)
+      block = scanBlockSummary(kv.value) ?? summarizeBlock(decodeBlock(kv.value))
     } catch (err) {
       this.invalidBlocks.push({
         cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'),
@@ -280,8 +305,13 @@ class BlockScan {
     if (reasons.length > 0) this.invalidBlocks.push({cidr, reasons})
     const host = ownerHost(block)
     if (host !== undefined) this.hostAffine.push({cidr, host})
-    const cb: CheckBlock = {cidr, affinity: block.affinity, allocations: []}
+    const index = this.blocks.length
+    this.texts.push(kv.value)
+    this.blocks.push(this.checkBlock(index, cidr, block.affinity))
     const v4Base = block.cidr.family === 4 ? Number(block.cidr.base) : -1
+    // Consecutive allocations nearly always share a node: counted locally, added to perNode once per run.
+    let node: string | undefined
+    let nodeCount = 0
     for (let o = 0; o < block.allocations.length; o++) {
       const idx = block.allocations[o]!
       if (idx === null) continue
@@ -291,27 +321,90 @@ class BlockScan {
       const handle = a.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)
       const windowsReserved = isWindowsReserved(handle)
       if (handle !== undefined && !windowsReserved) this.referenced.add(handle)
-      const attrs = a.secondary ?? NO_ATTRS
-      const alloc: CheckAllocation = {
-        ip: v4Base >= 0 ? v4Text(v4Base + o) : formatIp(block.cidr.family, block.cidr.base + BigInt(o)),
-        block: cidr,
-        handle,
-        sequenceNumber: block.sequenceNumberForAllocation.get(String(o)),
-        attrs,
-        alternateAttrs: a.alternateOwnerAttrs ?? NO_ATTRS,
-        creationTimestamp: attrs.timestamp,
-        // Upstream reports Windows reservations as not in use (quirk 3.15.5), inviting their release; we don't.
-        inUse: windowsReserved,
-        borrowed: host !== undefined && attrs.node !== undefined && attrs.node !== host,
-        coolingDown: isCoolingDown(a),
-        windowsReserved,
-        owners: NO_OWNERS,
+      const coolingDown = isCoolingDown(a)
+      if (!coolingDown && a.node !== undefined) {
+        if (a.node !== node) {
+          this.count(node, nodeCount)
+          node = a.node
+          nodeCount = 0
+        }
+        nodeCount++
       }
-      cb.allocations.push(alloc)
-      this.allocations.push(alloc)
+      this.keys.push(v4Base >= 0 ? v4Base + o : formatIp(block.cidr.family, block.cidr.base + BigInt(o)))
+      this.blockOf.push(index)
+      this.ordinalOf.push(o)
+      this.flags.push((coolingDown ? COOLING_DOWN : 0) | (windowsReserved ? WINDOWS_RESERVED : 0))
     }
-    this.blocks.push(cb)
+    this.count(node, nodeCount)
   }
+
+  private count(node: string | undefined, n: number): void {
+    if (node !== undefined) this.perNode.set(node, (this.perNode.get(node) ?? 0) + n)
+  }
+
+  private checkBlock(index: number, cidr: string, affinity: string | null): CheckBlock {
+    const scan = this
+    return {
+      cidr,
+      affinity,
+      get allocations() {
+        return scan.detail(index).list
+      },
+    }
+  }
+
+  /** The CheckAllocation of allocation `i` (an index into `keys`). */
+  allocation(i: number): CheckAllocation {
+    return this.detail(this.blockOf[i]!).byOrdinal[this.ordinalOf[i]!]!
+  }
+
+  /** Block `index`'s allocations in full, decoded from its text the first time they are asked for. */
+  private detail(index: number): BlockDetail {
+    let d = this.details[index]
+    if (!d) {
+      d = detailAllocations(decodeBlock(this.texts[index]!), this.blocks[index]!.cidr, this.owned)
+      this.details[index] = d
+    }
+    return d
+  }
+}
+
+/** A block's allocations as CheckAllocations, with their owners. */
+function detailAllocations(block: Block, cidr: string, owned: AddressTable): BlockDetail {
+  const list: CheckAllocation[] = []
+  const byOrdinal: (CheckAllocation | undefined)[] = []
+  const host = ownerHost(block)
+  const v4Base = block.cidr.family === 4 ? Number(block.cidr.base) : -1
+  for (let o = 0; o < block.allocations.length; o++) {
+    const idx = block.allocations[o]!
+    if (idx === null) continue
+    const a = block.attributes?.[idx]
+    if (!a) continue
+    const handle = a.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)
+    const windowsReserved = isWindowsReserved(handle)
+    const attrs = a.secondary ?? NO_ATTRS
+    const key = v4Base >= 0 ? v4Base + o : formatIp(block.cidr.family, block.cidr.base + BigInt(o))
+    const e = owned.find(key)
+    const owners = e < 0 ? undefined : owned.ownersOf(e)
+    const alloc: CheckAllocation = {
+      ip: keyText(key),
+      block: cidr,
+      handle,
+      sequenceNumber: block.sequenceNumberForAllocation.get(String(o)),
+      attrs,
+      alternateAttrs: a.alternateOwnerAttrs ?? NO_ATTRS,
+      creationTimestamp: attrs.timestamp,
+      // Upstream reports Windows reservations as not in use (quirk 3.15.5), inviting their release; we don't.
+      inUse: windowsReserved || owners !== undefined,
+      borrowed: host !== undefined && attrs.node !== undefined && attrs.node !== host,
+      coolingDown: isCoolingDown(a),
+      windowsReserved,
+      owners: owners ?? [],
+    }
+    list.push(alloc)
+    byOrdinal[o] = alloc
+  }
+  return {list, byOrdinal}
 }
 
 export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<CheckResult> {
@@ -324,8 +417,9 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   ])
   const active = pools.filter((p) => !p.spec.disabled).map((p) => p.cidr)
 
-  // Endpoints, blocks and handles are each streamed, never held (100,000 of each would dominate check's peak
-  // memory). etcd runs the endpoints beside blocks-then-handles; the embedded store one after the other.
+  // Endpoints, blocks and handles are each streamed, never held decoded (100,000 of each would dominate check's
+  // peak memory); only the blocks' text is kept, for the details (BlockScan). etcd runs the endpoints beside
+  // blocks-then-handles; the embedded store one after the other.
   const endpoints = new EndpointOwners(active, opts.nodeNetnsExists)
   const scan = new BlockScan(now)
   const leakedHandles: CheckResult['leakedHandles'] = []
@@ -360,22 +454,18 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     ctx.store.list(keys.allHostAffinitiesPrefix()),
     readClusterInfo(ctx),
   ])
-  const {owners, outsideActivePools, nodeTunnelIps, workloadIps, gone: goneEndpoints} = endpoints
-  const {blocks, allocations, invalidBlocks, blockCidrs, hostAffine} = scan
+  const {owned, nodeTunnelIps, workloadIps, gone: goneEndpoints} = endpoints
+  const {blocks, invalidBlocks, blockCidrs, hostAffine, perNode} = scan
+  scan.owned = owned
   const missingHandles = [...scan.referenced].sort()
 
   const leaked: CheckAllocation[] = []
-  const perNode = new Map<string, number>()
-  /** Owned addresses with a live (not cooling-down) allocation. */
-  const allocatedOwned = new Set<string>()
-  for (const a of allocations) {
-    const list = owners.get(a.ip)
-    a.owners = list ?? []
-    if (list) a.inUse = true
-    if (a.coolingDown) continue
-    if (a.attrs.node !== undefined) perNode.set(a.attrs.node, (perNode.get(a.attrs.node) ?? 0) + 1)
-    if (!a.inUse) leaked.push(a)
-    if (list) allocatedOwned.add(a.ip)
+  for (let i = 0; i < scan.keys.length; i++) {
+    const flags = scan.flags[i]!
+    if (flags & COOLING_DOWN) continue
+    const e = owned.find(scan.keys[i]!)
+    if (e >= 0) owned.markAllocated(e)
+    else if (!(flags & WINDOWS_RESERVED)) leaked.push(scan.allocation(i))
   }
   const nodeAllocations = [...perNode]
     .map(([node, count]) => ({node, count}))
@@ -384,11 +474,11 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   const multipleOwners: string[] = []
   const notInActivePool: InUseIssue[] = []
   const noAllocation: InUseIssue[] = []
-  for (const [ip, list] of owners) {
-    if (list.length > 1) multipleOwners.push(ip)
-    if (outsideActivePools.has(ip)) notInActivePool.push({ip, owner: list.join(', ')})
+  for (let e = 0; e < owned.size; e++) {
+    if (owned.ownerCount(e) > 1) multipleOwners.push(owned.ip(e))
+    if (!owned.pooled(e)) notInActivePool.push({ip: owned.ip(e), owner: owned.ownersOf(e).join(', ')})
     // A cooling-down address was released while its workload still uses it: no allocation either.
-    else if (!allocatedOwned.has(ip)) noAllocation.push({ip, owner: list.join(', ')})
+    else if (!owned.allocated(e)) noAllocation.push({ip: owned.ip(e), owner: owned.ownersOf(e).join(', ')})
   }
 
   // Extras. ipamctl writes an affinity and its block in one transaction, so either without the other is
@@ -420,11 +510,22 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     invalidBlocks.length +
     affinitiesWithoutBlock.length +
     blocksWithoutAffinity.length
+  // Every allocation in full, and the owners by address text, are built only when asked for.
+  let allocations: CheckAllocation[] | undefined
+  let owners: Map<string, string[]> | undefined
   return {
     blocks,
-    allocations,
+    get allocations() {
+      allocations ??= blocks.flatMap((b) => b.allocations)
+      return allocations
+    },
+    allocationCount: scan.keys.length,
     activePools: active.map((p) => formatCidr(p)),
-    owners,
+    get owners() {
+      owners ??= new Map(Array.from({length: owned.size}, (_, e) => [owned.ip(e), owned.ownersOf(e)]))
+      return owners
+    },
+    ownedIps: owned.size,
     nodeTunnelIps,
     goneEndpoints,
     workloadIps,

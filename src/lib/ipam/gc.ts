@@ -6,7 +6,8 @@ import {ConflictError, ValidationError} from '../errors.js'
 import {checkpoint, type Committed, restated} from '../interrupt.js'
 import {formatIp, tryParseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
-import {listWorkloadEndpoints} from '../workload/endpoint.js'
+import {forEachKv} from '../store/store.js'
+import {decodeWorkloadEndpoint, scanEndpointAddresses} from '../workload/endpoint.js'
 import {type CheckAllocation, checkIpam, type CheckOptions, type GoneEndpoint} from './check.js'
 import type {Ctx} from './context.js'
 import {isWorkloadAllocation, workloadNetns} from './ownership.js'
@@ -146,14 +147,16 @@ export async function runGc(
   const out: GcResult = {released: [], skippedIps: [], deletedHandles: [], skippedHandles: [], deletedEndpoints: []}
   // An endpoint written since the scan (a re-ADD of the same container keeps handle and sequence number)
   // makes its address live again: look once more right before releasing.
+  // Streamed and read lean, as the scan reads them: a store of 100,000s of endpoints is never held decoded.
   const owned = new Set<string>()
-  for (const w of await listWorkloadEndpoints(ctx.store)) {
-    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) continue
+  await forEachKv(ctx.store, keys.resourcePrefix('workloadendpoints'), (kv) => {
+    const w = scanEndpointAddresses(kv.value) ?? decodeWorkloadEndpoint(kv.value)
+    if (opts.nodeNetnsExists && !opts.nodeNetnsExists(w)) return
     for (const n of w.ipNetworks) {
       const ip = tryParseIp(n.split('/')[0]!)
       if (ip) owned.add(formatIp(ip.family, ip.value))
     }
-  }
+  })
   for (const c of plan.ips) {
     if (owned.has(c.ip)) {
       out.skippedIps.push(c.ip)

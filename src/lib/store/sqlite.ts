@@ -169,11 +169,21 @@ export class SqliteStore implements Store {
   }
 
   async each(prefix: string, visit: (kv: KeyValue) => void, opts: {keysOnly?: boolean} = {}): Promise<void> {
-    const stmt = opts.keysOnly ? this.stmt.scanKeyRevisions : this.stmt.scan
-    // One statement, so one read snapshot, as list() has; rows are visited as SQLite produces them.
+    // One statement, so one read snapshot, as list() has; rows are visited as SQLite produces them. Rows come as
+    // arrays through a plain loop (no row object, no generator step): whole-store scans (`ipam check`) visit
+    // 1,000,000 rows, and those two cost about a fifth of the read.
     this.run(() => {
-      for (const r of rowsUnder<Row>(stmt, prefix))
-        visit({key: r.key, value: r.value ?? '', modRevision: r.mod_revision})
+      if (opts.keysOnly) {
+        for (const r of this.stmt.scanKeyRevisionRows.iterate(prefix) as Iterable<[string, bigint]>) {
+          if (!r[0].startsWith(prefix)) return
+          visit({key: r[0], value: '', modRevision: r[1]})
+        }
+      } else {
+        for (const r of this.stmt.scanRows.iterate(prefix) as Iterable<[string, string, bigint]>) {
+          if (!r[0].startsWith(prefix)) return
+          visit({key: r[0], value: r[1], modRevision: r[2]})
+        }
+      }
     })
   }
 
@@ -440,6 +450,15 @@ function prepareStatements(db: Database.Database) {
     scan: db.prepare('SELECT key, value, mod_revision FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
     scanKeys: db.prepare('SELECT key FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
     scanKeyRevisions: db.prepare('SELECT key, mod_revision FROM kv WHERE key >= ? ORDER BY key').safeIntegers(true),
+    /** `scan` and `scanKeyRevisions` with rows as arrays (`each`). */
+    scanRows: db
+      .prepare('SELECT key, value, mod_revision FROM kv WHERE key >= ? ORDER BY key')
+      .safeIntegers(true)
+      .raw(true),
+    scanKeyRevisionRows: db
+      .prepare('SELECT key, mod_revision FROM kv WHERE key >= ? ORDER BY key')
+      .safeIntegers(true)
+      .raw(true),
     rev: db.prepare('SELECT mod_revision FROM kv WHERE key = ?').safeIntegers(true).pluck(),
     current: db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck(),
     put: db.prepare(

@@ -3,6 +3,7 @@
 // (docs/calico.md#workload-endpoints).
 import {randomUuid} from '../random.js'
 import {encodeJson, goMap, nativeParse} from '../codec/gojson.js'
+import {JsonCursor, once} from '../codec/json-scan.js'
 import {keys} from '../store/keys.js'
 import type {KeyValue, Store} from '../store/store.js'
 import {rfc3339} from '../codec/gotime.js'
@@ -130,12 +131,88 @@ export function workloadEndpointFrom(parsed: unknown): WorkloadEndpoint {
   }
 }
 
+/** What `ipam check` needs of an endpoint: whose it is, its node and netns (liveness), and its addresses. */
+export type EndpointAddresses = Pick<WorkloadEndpoint, 'name' | 'namespace' | 'node' | 'netns' | 'ipNetworks'>
+
+/**
+ * `EndpointAddresses` read straight off the stored text, as `decodeWorkloadEndpoint` would give them, without
+ * building the record (`ipam check` reads every endpoint). Undefined when in doubt: a backslash anywhere, a member
+ * of another type than Go writes (null included) or twice, anything malformed; the caller then decodes in full.
+ * The one thing not looked for is a raw control character inside a string (JSON.parse refuses one, Go never writes
+ * one): such a record is read rather than failing the whole check.
+ */
+export function scanEndpointAddresses(text: string): EndpointAddresses | undefined {
+  const c = JsonCursor.over(text)
+  if (!c) return undefined
+  try {
+    return readEndpointAddresses(c)
+  } catch {
+    // NOT_LEAN, or a nesting too deep for the recursive skip: the full decoder decides.
+    return undefined
+  }
+}
+
+function readEndpointAddresses(c: JsonCursor): EndpointAddresses {
+  const out: EndpointAddresses = {name: '', namespace: '', node: '', netns: undefined, ipNetworks: []}
+  // One bit per member read (`once`).
+  let seen = 0
+  if (c.openObject())
+    do {
+      c.name()
+      if (c.is('metadata')) {
+        seen = once(seen, 1)
+        if (c.openObject())
+          do {
+            c.name()
+            if (c.is('name')) {
+              seen = once(seen, 2)
+              out.name = c.string()
+            } else if (c.is('namespace')) {
+              seen = once(seen, 4)
+              out.namespace = c.string()
+            } else if (c.is('annotations')) {
+              seen = once(seen, 8)
+              if (c.openObject())
+                do {
+                  c.name()
+                  if (c.is(NETNS_ANNOTATION)) {
+                    seen = once(seen, 16)
+                    // As workloadEndpointFrom: an empty path is no path.
+                    out.netns = c.string() || undefined
+                  } else c.skip()
+                } while (c.nextMember())
+            } else c.skip()
+          } while (c.nextMember())
+      } else if (c.is('spec')) {
+        seen = once(seen, 32)
+        if (c.openObject())
+          do {
+            c.name()
+            if (c.is('node')) {
+              seen = once(seen, 64)
+              out.node = c.string()
+            } else if (c.is('ipNetworks')) {
+              seen = once(seen, 128)
+              if (c.openArray())
+                do out.ipNetworks.push(c.string())
+                while (c.nextElement())
+            } else c.skip()
+          } while (c.nextMember())
+      } else c.skip()
+    } while (c.nextMember())
+  c.end()
+  return out
+}
+
 /**
  * For `ipam check` on a node: an endpoint of this node whose recorded netns no longer exists has lost its pod
  * (a runtime that never sent DEL), so its addresses count as leaked. Other nodes' endpoints, and endpoints
  * without a recorded netns, are trusted.
  */
-export function netnsLiveness(node: string, exists: (path: string) => boolean): (w: WorkloadEndpoint) => boolean {
+export function netnsLiveness(
+  node: string,
+  exists: (path: string) => boolean,
+): (w: Pick<WorkloadEndpoint, 'node' | 'netns'>) => boolean {
   return (w) => w.node !== node || !w.netns || exists(w.netns)
 }
 

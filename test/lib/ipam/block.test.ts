@@ -14,6 +14,8 @@ import {
   markReleased,
   newBlock,
   ordinalOf,
+  scanBlockSummary,
+  summarizeBlock,
   takeOrdinal,
   takeOrdinals,
   type Attribute,
@@ -601,4 +603,103 @@ test('sanitizeHandle cuts a handle ID at its first carriage return, as upstream 
   assert.equal(sanitizeHandle('a\rb\rc'), 'a')
   assert.equal(sanitizeHandle('\r'), '')
   assert.equal(sanitizeHandle(''), '')
+})
+
+describe('scanBlockSummary', () => {
+  const full = (text: string) => summarizeBlock(decodeBlock(text))
+  /** What `ipam check` uses: the lean reader, the full decode when it declines. */
+  const checkRead = (text: string) => scanBlockSummary(text) ?? full(text)
+
+  /** Blocks as Go writes them: fresh, allocated, cooling down, alternate owners, IPv6, a Windows reservation. */
+  function written(): string[] {
+    const v4 = newBlock(parseCidr('10.0.0.0/29'), 'host:n1', CLAIM_TIME, SEQ)
+    takeOrdinals(v4, 2, podAttr())
+    takeOrdinals(v4, 1, {handle_id: 'windows-reserved-ipam-handle'})
+    takeOrdinals(v4, 1, {
+      handle_id: 'h2',
+      secondary: {node: 'n2', pod: 'p', note: 'node: not this, {[ ]} ,:'},
+      alternateOwnerAttrs: {node: 'n3', pod: 'q'},
+    })
+    takeOrdinals(v4, 1, {secondary: {pod: 'no node'}})
+    const cooling = cloneBlock(v4)
+    markReleased(cooling, [0], RELEASE_TIME, 60, {recordSeq: true})
+    const v6 = newBlock(parseCidr('fd00:1::/125'), null, CLAIM_TIME, SEQ)
+    takeOrdinals(v6, 3, {handle_id: 'h6', secondary: {node: 'n6'}})
+    return [
+      REF_FRESH,
+      REF_ALLOCATED,
+      REF_RELEASED_COOLDOWN,
+      REF_RELEASED_NO_COOLDOWN,
+      ...[v4, cooling, v6].map(encodeBlock),
+    ]
+  }
+
+  test('reads what the full decode reads, for blocks as Go writes them and with members reordered', () => {
+    for (const text of written()) {
+      const lean = scanBlockSummary(text)
+      assert.ok(lean, text)
+      assert.deepEqual(lean, full(text), text)
+      // The same members in reverse order, each attribute's too: JSON.parse does not care, nor may the reader.
+      const o = JSON.parse(text.replace(/(-?\d{16,})/g, '"$1"')) as Record<string, unknown>
+      const reversed = JSON.stringify(
+        Object.fromEntries(
+          Object.entries(o)
+            .reverse()
+            .map(([k, v]) => [
+              k,
+              k === 'attributes' && Array.isArray(v)
+                ? v.map((a) => Object.fromEntries(Object.entries(a as object).reverse()))
+                : v,
+            ]),
+        ),
+      ).replace(/"(-?\d{16,})"/g, '$1')
+      assert.ok(scanBlockSummary(reversed), reversed)
+      assert.deepEqual(scanBlockSummary(reversed), full(text), reversed)
+    }
+  })
+
+  test('declines escapes, whitespace, legacy and repeated members and other types; the full decode then gives the same', () => {
+    const [, allocated] = written()
+    const declined = [
+      allocated!.replace('"web-0"', '"web\\u002d0"'),
+      allocated!.replace('"pod":"web-0"', '"pod":"a\\"b"'),
+      allocated!.replace(',"unallocated"', ',\n  "unallocated"'),
+      allocated!.replace('"affinity":"host:node-1",', '"hostAffinity":"node-1",'),
+      allocated!.replace('"deleted":false', '"deleted":false,"cidr":"10.65.0.0/29"'),
+      allocated!.replace('"node":"node-1"', '"node":"node-1","node":"node-2"'),
+      allocated!.replace('"node":"node-1"', '"node":5'),
+      allocated!.replace('"handle_id":"k8s-pod-network.0123456789abcdef"', '"handle_id":null'),
+      allocated!.replace('"attributes":[', '"attributes":[null,'),
+      allocated!.replace('"allocations":[0,', '"allocations":["0",'),
+      allocated!.replace('"unallocated":[1,', '"unallocated":[-1,'),
+      allocated!.replace('"affinity":"host:node-1"', '"affinity":5'),
+      allocated!.replace('"sequenceNumber":1767323045000000001', '"sequenceNumber":"1767323045000000001"'),
+    ]
+    for (const text of declined) {
+      assert.equal(scanBlockSummary(text), undefined, text)
+      assert.deepEqual(checkRead(text), full(text), text)
+    }
+    assert.equal(checkRead(declined[0]!).attributes![0]!.handle_id, 'k8s-pod-network.0123456789abcdef')
+    assert.equal(checkRead(declined[5]!).attributes![0]!.node, 'node-2')
+  })
+
+  test('declines what decodeBlock refuses, which then makes the block invalid as before', () => {
+    const [, allocated] = written()
+    const refused = [
+      '',
+      '{',
+      'null',
+      '{"cidr":"10.65.0.0/29"}',
+      allocated!.replace('"allocations":[0,null,', '"allocations":[0,'),
+      allocated!.replace('"cidr":"10.65.0.0/29"', '"cidr":"10.65.0.0/99"'),
+      allocated!.replace('"sequenceNumber":1767323045000000001', '"sequenceNumber":1.5'),
+      allocated!.replace('{"0":1767323045000000000}', '{"0":"x"}'),
+      allocated!.replace('"secondary":{', '"secondary":"x","s":{'),
+      allocated!.replace('"pod":"web-0"', '"pod":"web\u00010"'),
+    ]
+    for (const text of refused) {
+      assert.equal(scanBlockSummary(text), undefined, text)
+      assert.throws(() => decodeBlock(text), text)
+    }
+  })
 })

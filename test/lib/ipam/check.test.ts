@@ -281,6 +281,47 @@ for (const [name, open] of [
       assert.equal('leakedHandles' in JSON.parse(reportJson(buildReport(await checkIpam(clean.ctx)))), false)
     })
 
+    it('records that the lean readers decline (escapes, whitespace) are read in full with the same result', async () => {
+      const {ctx, store} = await setup(open)
+      const leak = await allocate(ctx, 'h-leak', 'leak')
+      const live = await allocate(ctx, 'h-live', 'live')
+      const twice = await allocate(ctx, 'h-twice', 'twice')
+      const owner = await writeWep(ctx, 'live', live)
+      const twiceOwner = await writeWep(ctx, 'twice', twice)
+      const summary = (r: Awaited<ReturnType<typeof checkIpam>>) => ({
+        allocations: r.allocations.map((a) => ({...a})),
+        owners: [...r.owners],
+        leaked: r.leaked.map((a) => a.ip),
+        counts: [r.allocationCount, r.ownedIps, r.workloadIps, r.problems],
+        nodeAllocations: r.nodeAllocations,
+        multipleOwners: r.multipleOwners,
+        invalidBlocks: r.invalidBlocks,
+      })
+      const plain = summary(await checkIpam(ctx))
+      // The same records as another writer might store them: an escaped name, whitespace, members reordered.
+      const [wkey] = await store.listKeys(endpointKey('default', 'node-1-k8s-live'))
+      const w = JSON.parse((await store.get(wkey!))!.value) as {metadata: {name: string}; spec: object}
+      const escaped = JSON.stringify({spec: w.spec, metadata: w.metadata}, null, 2).replace(
+        `"name": "${w.metadata.name}"`,
+        `"name": "${w.metadata.name.replace(/-/g, '\\u002d')}"`,
+      )
+      assert.ok(escaped.includes('\\u002d'))
+      await seed(store, wkey!, escaped)
+      const [bkey] = await store.listKeys(keys.blockPrefix(4))
+      const spaced = (await store.get(bkey!))!.value.replace(',"attributes":', ',\n  "attributes": ')
+      assert.ok(spaced.includes('\n'))
+      await seed(store, bkey!, spaced)
+      const r = await checkIpam(ctx)
+      assert.deepEqual(summary(r), plain)
+      assert.deepEqual(
+        r.leaked.map((a) => a.ip),
+        [leak],
+      )
+      assert.deepEqual(r.owners.get(live), [owner])
+      assert.deepEqual(r.owners.get(twice), [twiceOwner])
+      assert.equal(r.allocations.find((a) => a.ip === live)!.owners[0], owner)
+    })
+
     it('borrowed and cooling-down allocations are marked; cooling down is not a leak', async () => {
       const {ctx, store} = await setup(open)
       const ip = await allocate(ctx, 'h-x', 'x', 'node-1')
@@ -345,6 +386,8 @@ describe('canonicalV4', () => {
       const ip = tryParseIp(s)
       const canonical = ip?.family === 4 && formatIp(4, ip.value) === s
       assert.equal(canonicalV4(s), canonical ? Number(ip.value) : -1, s)
+      // Up to an end: the address part of an ipNetworks entry, read without cutting it out.
+      assert.equal(canonicalV4(`${s}/32`, s.length), canonical ? Number(ip.value) : -1, s)
     }
   })
 })

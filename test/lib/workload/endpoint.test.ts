@@ -5,9 +5,11 @@ import {describe, it} from 'node:test'
 import {parseJson} from '../../../src/lib/codec/gojson.ts'
 import {
   decodeWorkloadEndpoint,
+  type EndpointAddresses,
   encodeWorkloadEndpoint,
   NETNS_ANNOTATION,
   newWorkloadEndpoint,
+  scanEndpointAddresses,
   type WorkloadEndpoint,
   workloadEndpointFrom,
 } from '../../../src/lib/workload/endpoint.ts'
@@ -143,6 +145,68 @@ describe('decodeWorkloadEndpoint', () => {
         () => decodeWorkloadEndpoint(text),
         (err: Error) => err.constructor === former.constructor && err.message === former.message,
       )
+    }
+  })
+})
+
+/** What the full decoder gives for the members the lean reader reads. */
+function addressesOf(text: string): EndpointAddresses {
+  const w = decodeWorkloadEndpoint(text)
+  return {name: w.name, namespace: w.namespace, node: w.node, netns: w.netns, ipNetworks: w.ipNetworks}
+}
+
+/** What `ipam check` uses: the lean reader, the full decoder when it declines. */
+const checkRead = (text: string): EndpointAddresses => scanEndpointAddresses(text) ?? addressesOf(text)
+
+// Valid JSON in shapes Go does not write but may be read: members reordered, whitespace, extra members holding
+// every kind of value, several and IPv6 addresses, members missing.
+const plainVariants = [
+  '{"spec":{"ipNetworks":["10.65.0.7/32","10.65.0.8/32"],"node":"n-1"},"metadata":{"namespace":"ns","name":"w"}}',
+  ' {\n  "metadata" : { "name" : "w" , "namespace" : "ns" } ,\n\t"spec" : { "node" : "n" , "ipNetworks" : [ "fd00::5/128" ] }\n} ',
+  '{"kind":"WorkloadEndpoint","x":[1,-2.5e3,true,false,null,{"a":{"b":[]}},"}{]["],"metadata":{"labels":{"k":"v{}"},"name":"w","annotations":{"ipamctl.io/netns":"/run/netns/a","other":{"n":1}}},"spec":{"ports":[{"port":80}],"ipNetworks":["10.0.0.1/32","fd00::1/128","10.0.0.2"]}}',
+  '{"metadata":{},"spec":{}}',
+  '{"metadata":{"name":"only-name"}}',
+  '{"spec":{"ipNetworks":[]}}',
+  '{}',
+  '{"metadata":{"annotations":{"ipamctl.io/netns":""}},"spec":{"node":"n"}}',
+]
+
+describe('scanEndpointAddresses', () => {
+  it('reads what the full decoder reads, for endpoints as ipamctl and as Calico write them', () => {
+    for (const text of [...written, ...plainVariants]) {
+      const lean = scanEndpointAddresses(text)
+      assert.ok(lean, text)
+      assert.deepEqual(lean, addressesOf(text), text)
+    }
+  })
+
+  it('declines escaped strings, repeated members and members of another type; check then reads them in full', () => {
+    const declined = [
+      calico, // escapes in a label
+      '{"metadata":{"name":"w\\u002dx","namespace":"ns"},"spec":{"ipNetworks":["10.0.0.1/32"]}}',
+      '{"metadata":{"name":"a"},"metadata":{"namespace":"b"}}',
+      '{"metadata":{"name":"dup","name":"last wins"}}',
+      '{"spec":{"ipNetworks":["10.0.0.1/32"]},"spec":{"ipNetworks":["10.0.0.2/32"]}}',
+      '{"metadata":null,"spec":null}',
+      '{"metadata":{"name":5}}',
+      '{"spec":{"ipNetworks":[1,"10.0.0.1/32",null,true]}}',
+      '{"spec":{"ipNetworks":"10.0.0.1/32"}}',
+      '{"metadata":{"annotations":{"ipamctl.io/netns":7}}}',
+      'null',
+      '[]',
+    ]
+    for (const text of declined) {
+      assert.equal(scanEndpointAddresses(text), undefined, text)
+      assert.deepEqual(checkRead(text), addressesOf(text), text)
+    }
+    assert.deepEqual(checkRead(calico).ipNetworks, ['10.65.1.2/32', 'fd00::0001/128'])
+    assert.equal(checkRead('{"metadata":{"name":"dup","name":"last wins"}}').name, 'last wins')
+  })
+
+  it('declines malformed text, which the full decoder then refuses as before', () => {
+    for (const text of ['', '{', '{"metadata":', 'not json', '{"spec":{"ipNetworks":["10.0.0.1/32",]}}', '{} {}']) {
+      assert.equal(scanEndpointAddresses(text), undefined, text)
+      assert.throws(() => decodeWorkloadEndpoint(text))
     }
   })
 })
