@@ -21,11 +21,34 @@ function compiledEntry(name) {
   return path.join(cni, '..', entries[name])
 }
 
+/** The exports of entry `name`: dist/cni/<name>.cjs, or its tsc-compiled entry on request. */
+async function entry(name) {
+  const bundle = path.join(cni, `${name}.cjs`)
+  return loader.useBundle(bundle) ? loader.load(bundle) : await import(compiledEntry(name))
+}
+
+/**
+ * Entries that start the given commands of a plugin before it: they do what they can with a fraction of the
+ * code, and otherwise return a handover for the plugin's own entry (src/plugins/ipam/agent-main.ts,
+ * docs/startup.md#the-agent-first-entry). That entry hands any other command over as well; the list only
+ * spares loading it where it would.
+ */
+const FIRST = {'ipamctl-ipam': {entry: 'ipamctl-ipam-agent', commands: ['ADD', 'DEL']}}
+
 /** Run plugin `name` (dist/cni/<name>.cjs, or its tsc-compiled entry on request) and exit with its code. */
 exports.run = async (name) => {
-  const bundle = path.join(cni, `${name}.cjs`)
-  const {main} = loader.useBundle(bundle) ? loader.load(bundle) : await import(compiledEntry(name))
-  process.exitCode = await main()
+  const first = FIRST[name]
+  let handover
+  if (first?.commands.includes(process.env.CNI_COMMAND)) {
+    const r = await (await entry(first.entry)).main()
+    if (typeof r === 'number') return exit(r)
+    handover = r
+  }
+  exit(await (await entry(name)).main(undefined, handover))
+}
+
+function exit(code) {
+  process.exitCode = code
   // Everything is closed by now, so the process ends on its own; should a library leave a handle open, do not
   // let it keep the runtime waiting.
   setTimeout(() => process.exit(), 2000).unref()
