@@ -10,7 +10,16 @@ import {type AgentCall, agentCall, type AgentOutcome} from '../../lib/agent-clie
 import {type PluginFuncs, type PluginInfo, type PluginIo, pluginMain} from '../../lib/cni/skel.js'
 import type {cniLogger} from '../../lib/log/cni.js'
 import {addViaAgent, delViaAgent, ipamInvocation} from '../../lib/node-ipam/agent-path.js'
-import {ABOUT, type Handover, openPluginLog, pluginProcessIo} from './process.js'
+import {DEFAULT_AGENT_SOCKET} from '../../lib/agent-client/protocol.js'
+import {AGENT_SOCKET_KEY} from '../../lib/node-ipam/netconf.js'
+import {ABOUT, type Handover, openPluginLog, pluginProcessIo, type ReadStdin} from './process.js'
+
+/**
+ * When bin/plugin.cjs starts this entry (its `FIRST`, kept equal to this by test/plugins/ipam/agent-main.test.ts):
+ * for these commands, when stdin could name an agent socket or the default one exists. Otherwise no agent can
+ * serve the invocation, and loading this entry first would only add to the full plugin's start.
+ */
+export const AGENT_FIRST = {commands: ['ADD', 'DEL'], netconfKey: AGENT_SOCKET_KEY, defaultSocket: DEFAULT_AGENT_SOCKET}
 
 /** Thrown to end the invocation here once it is handed over (its error output is dropped with the rest). */
 class HandedOver extends Error {}
@@ -71,7 +80,8 @@ export function agentFirstPlugin(handOver: (agent?: {socket: string; outcome: Ag
  * Run one invocation: its exit code, or what the full plugin needs to do it instead (main.ts `main`), in
  * which case this one wrote nothing.
  */
-export async function main(io: PluginIo = pluginProcessIo()): Promise<number | Handover> {
+export async function main(io?: PluginIo, stdin?: ReadStdin): Promise<number | Handover> {
+  io ??= pluginProcessIo(stdin)
   const held = heldIo(io)
   let handover: Handover | undefined
   let log: ReturnType<typeof cniLogger> | undefined
@@ -95,6 +105,6 @@ export async function main(io: PluginIo = pluginProcessIo()): Promise<number | H
     return code
   } finally {
     log?.close()
-    if (!handover) io.close?.()
+    if (!handover) io?.close?.()
   }
 }

@@ -10,12 +10,12 @@ import {ABOUT, type Handover, openPluginLog, pluginProcessIo} from './process.js
 export {ABOUT, openPluginLog, pluginProcessIo}
 
 /**
- * Run one invocation and return the exit code; the store is closed before this resolves. `handover`: what the
- * agent-first entry read and asked before it handed the invocation over (its stdin, and the agent's answer,
- * which is used instead of asking again).
+ * Run one invocation and return the exit code; the store is closed before this resolves. `handover`: what was
+ * read and asked before (stdin, read by bin/plugin.cjs; the agent's answer when the agent-first entry handed the
+ * invocation over, used instead of asking again).
  */
 export async function main(io?: PluginIo, handover?: Handover): Promise<number> {
-  io ??= pluginProcessIo(handover?.stdin)
+  io ??= pluginProcessIo(handover && {data: handover.stdin, complete: true})
   try {
     return await pluginMain(ipamPlugin({agent: handover?.agent}), io, {
       about: ABOUT,

@@ -24,9 +24,10 @@ export const ABOUT = `ipamctl-ipam v${version()}: Calico-compatible CNI IPAM plu
  * - stdout and stderr are written with write(2) on fds 1 and 2, so nothing is left unflushed at exit either.
  * Should an fd not take that (non-blocking and EAGAIN, or any other error), that direction switches to
  * processIo()'s Node stream for good, keeping what was already read or written: order is preserved and
- * errors are the stream's. `stdin`: all of it, already read (by the agent-first entry, before a handover).
+ * errors are the stream's. `stdin`: what bin/plugin.cjs (or the agent-first entry, before a handover) already
+ * read of it; when not `complete`, the rest is read here.
  */
-export function pluginProcessIo(stdin?: Buffer): PluginIo {
+export function pluginProcessIo(stdin?: ReadStdin): PluginIo {
   let streams: PluginIo | undefined
   const node = () => (streams ??= processIo())
   const writer = (fd: 1 | 2) => {
@@ -56,9 +57,9 @@ export function pluginProcessIo(stdin?: Buffer): PluginIo {
       return node().stdinIsTty
     },
     async readStdin() {
-      if (stdin) return stdin
+      if (stdin?.complete) return stdin.data
       if (process.env.CNI_COMMAND === 'VERSION') return node().readStdin()
-      const chunks: Buffer[] = []
+      const chunks: Buffer[] = stdin ? [stdin.data] : []
       const buf = Buffer.allocUnsafe(64 * 1024)
       try {
         for (;;) {
@@ -90,6 +91,12 @@ export const openPluginLog =
       stderr: {write: (line) => void io.stderr.write(line)},
       held,
     })
+
+/** Stdin as bin/plugin.cjs reads it before an ADD or DEL: `complete` unless fd 0 refused a blocking read. */
+export interface ReadStdin {
+  data: Buffer
+  complete: boolean
+}
 
 /**
  * An invocation the agent-first entry hands over to the full plugin, as plain data (the two are separate

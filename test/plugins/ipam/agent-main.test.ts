@@ -12,9 +12,12 @@ import {makeCtx} from '../../../src/lib/ipam/context.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {SqliteStore} from '../../../src/lib/store/sqlite.ts'
 import type {PluginIo} from '../../../src/lib/cni/skel.ts'
-import {main as agentFirst} from '../../../src/plugins/ipam/agent-main.ts'
+import {createRequire} from 'node:module'
+import {AGENT_FIRST, main as agentFirst} from '../../../src/plugins/ipam/agent-main.ts'
 import {main as full} from '../../../src/plugins/ipam/main.ts'
 import type {Handover} from '../../../src/plugins/ipam/process.ts'
+import {runProcess} from '../../support/process.ts'
+import {ensureBuilt, ROOT} from '../../commands/helpers.ts'
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-agent-first-'))
 const db = path.join(tmp, 'ipam.db')
@@ -189,5 +192,40 @@ describe('the agent-first entry', () => {
     assert.equal(log.match(/does not serve this request \(this agent serves n2\)/g)?.length, 1, log)
     assert.match(log, /no addresses to release .*via=datastore/)
     assert.deepEqual(requests, ['/v1/release'])
+  })
+})
+
+describe('bin/plugin.cjs and the agent-first entry', () => {
+  it("starts it for AGENT_FIRST's commands and netconf key, and the default socket", () => {
+    const {FIRST} = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'plugin.cjs')) as {
+      FIRST: Record<string, unknown>
+    }
+    assert.deepEqual(FIRST['ipamctl-ipam'], {entry: 'ipamctl-ipam-agent', ...AGENT_FIRST})
+  })
+
+  // Which bundles a process ran: load-bundle.cjs names each one with IPAMCTL_DEBUG_BUNDLE=1.
+  const bundlesRun = async (inv: {conf: string; env: Record<string, string>}) => {
+    const p = await runProcess(process.execPath, [path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')], {
+      env: {PATH: process.env.PATH, ...inv.env, IPAMCTL_DEBUG_BUNDLE: '1'},
+      stdin: inv.conf,
+    })
+    assert.equal(p.code, 0, p.stdout + p.stderr)
+    return [...p.stderr.matchAll(/\/dist\/cni\/(\S+)\.cjs: code cache used/g)].map((m) => m[1])
+  }
+
+  it('a netconf that names an agent socket runs the agent-first bundle alone; one without, the full plugin alone', async (t) => {
+    if (fs.existsSync(AGENT_FIRST.defaultSocket)) return t.skip(`${AGENT_FIRST.defaultSocket} exists on this machine`)
+    ensureBuilt()
+    reply = () => ({status: 200, body: {result: {ips: [{address: '10.9.0.7/26'}], dns: {}}, log: []}})
+    assert.deepEqual(await bundlesRun(invocation('ADD')), ['ipamctl-ipam-agent'])
+    const direct = invocation('ADD')
+    const conf = JSON.parse(direct.conf) as Record<string, unknown>
+    delete conf[AGENT_FIRST.netconfKey]
+    assert.deepEqual(await bundlesRun({...direct, conf: JSON.stringify(conf)}), ['ipamctl-ipam'])
+    // Named but absent: the agent-first entry hands over.
+    assert.deepEqual(await bundlesRun(invocation('DEL', path.join(tmp, 'none.sock'))), [
+      'ipamctl-ipam-agent',
+      'ipamctl-ipam',
+    ])
   })
 })
