@@ -4,6 +4,7 @@
 // Runs the bundle from scripts/bundle-cni.mjs through load-bundle.cjs (a V8 code cache made at build time); a
 // missing or stale bundle stops with one line, and IPAMCTL_UNBUNDLED=1 runs the tsc output instead
 // (docs/startup.md#which-code-runs). No oclif here: see src/plugins/ipam/main.ts.
+const fs = require('node:fs')
 const path = require('node:path')
 const loader = require('./load-bundle.cjs')
 
@@ -21,11 +22,63 @@ function compiledEntry(name) {
   return path.join(cni, '..', entries[name])
 }
 
+/** The exports of entry `name`: dist/cni/<name>.cjs, or its tsc-compiled entry on request. */
+async function entry(name) {
+  const bundle = path.join(cni, `${name}.cjs`)
+  return loader.useBundle(bundle) ? loader.load(bundle) : await import(compiledEntry(name))
+}
+
+/**
+ * Entries that start some invocations of a plugin before it: they do what they can with a fraction of the code,
+ * and otherwise return a handover for the plugin's own entry (docs/startup.md#the-agent-first-entry). Started for
+ * `commands` when stdin holds `netconfKey` or `defaultSocket` exists, i.e. when an agent could serve the
+ * invocation; the values are AGENT_FIRST of src/plugins/ipam/agent-main.ts (a test keeps them equal).
+ */
+const FIRST = {
+  'ipamctl-ipam': {
+    entry: 'ipamctl-ipam-agent',
+    commands: ['ADD', 'DEL'],
+    netconfKey: 'ipamctl_agent_socket',
+    defaultSocket: '/run/ipamctl/agent.sock',
+  },
+}
+exports.FIRST = FIRST
+
+/**
+ * All of stdin, read as pluginProcessIo (src/plugins/ipam/process.ts) reads it: blocking read(2) on fd 0. Not
+ * `complete` when fd 0 refuses that (non-blocking and empty, or an error): the entry reads the rest its own way.
+ */
+function readStdin() {
+  const chunks = []
+  const buf = Buffer.allocUnsafe(64 * 1024)
+  try {
+    for (;;) {
+      const n = fs.readSync(0, buf, 0, buf.length, null)
+      if (n === 0) return {data: Buffer.concat(chunks), complete: true}
+      chunks.push(Buffer.from(buf.subarray(0, n)))
+    }
+  } catch {
+    return {data: Buffer.concat(chunks), complete: false}
+  }
+}
+
 /** Run plugin `name` (dist/cni/<name>.cjs, or its tsc-compiled entry on request) and exit with its code. */
 exports.run = async (name) => {
-  const bundle = path.join(cni, `${name}.cjs`)
-  const {main} = loader.useBundle(bundle) ? loader.load(bundle) : await import(compiledEntry(name))
-  process.exitCode = await main()
+  const first = FIRST[name]
+  let handover
+  if (first?.commands.includes(process.env.CNI_COMMAND)) {
+    const stdin = readStdin()
+    if (!stdin.complete || stdin.data.includes(`"${first.netconfKey}"`) || fs.existsSync(first.defaultSocket)) {
+      const r = await (await entry(first.entry)).main(undefined, stdin)
+      if (typeof r === 'number') return exit(r)
+      handover = r
+    } else handover = {stdin: stdin.data}
+  }
+  exit(await (await entry(name)).main(undefined, handover))
+}
+
+function exit(code) {
+  process.exitCode = code
   // Everything is closed by now, so the process ends on its own; should a library leave a handle open, do not
   // let it keep the runtime waiting.
   setTimeout(() => process.exit(), 2000).unref()

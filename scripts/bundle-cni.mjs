@@ -31,7 +31,12 @@ import {builtinShims} from './builtin-shims.mjs'
  * The plugins: bundle name (dist/cni/<name>.cjs, run by bin/<name>.cjs) → its entry under src/. The only place
  * that names the entries: dist/cni/entries.json records their tsc output for IPAMCTL_UNBUNDLED=1 (bin/plugin.cjs).
  */
-const ENTRIES = {'ipamctl-ipam': 'src/plugins/ipam/main.ts', 'ipamctl-cni': 'src/plugins/main/main.ts'}
+const ENTRIES = {
+  'ipamctl-ipam': 'src/plugins/ipam/main.ts',
+  'ipamctl-cni': 'src/plugins/main/main.ts',
+  // Started first for ipamctl-ipam's ADD and DEL (bin/plugin.cjs): the agent path alone, without the datastore.
+  'ipamctl-ipam-agent': 'src/plugins/ipam/agent-main.ts',
+}
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const OUT = path.join(ROOT, 'dist', 'cni')
@@ -154,7 +159,7 @@ try {
       JSON.stringify({
         cniVersion: '1.0.0',
         name: 'train',
-        type: name,
+        type: name === 'ipamctl-cni' ? name : 'ipamctl-ipam',
         nodename: 'train-node',
         mtu: 1500,
         datastore_path: db,
@@ -171,15 +176,17 @@ try {
       CNI_IFNAME: 'eth0',
       CNI_PATH: scratch,
     }
-    // After the direct ADD (process stdin/env), the IPAM plugin runs main() again with an in-memory io: the
-    // same ADD for another container, through the agent.
-    const agentIo =
-      name === 'ipamctl-ipam'
-        ? `{getenv: (n) => ({...process.env, CNI_CONTAINERID: 'train-agent'})[n], readStdin: async () => ${JSON.stringify(netconf({ipamctl_agent_socket: agentSocket}))}, stdout: {write() {}}, stderr: {write: (s) => process.stderr.write('agent ADD: ' + s)}}`
-        : undefined
-    const use = agentIo
-      ? `async (m) => { await m.main(); if (await m.main(${agentIo}) !== 0) throw new Error('agent ADD failed') }`
-      : '(m) => m.main()'
+    // An in-memory io for `command` of another container, through the agent.
+    /** @param {string} command */
+    const agentIo = (command) =>
+      `{getenv: (n) => ({...process.env, CNI_CONTAINERID: 'train-agent', CNI_COMMAND: '${command}'})[n], readStdin: async () => ${JSON.stringify(netconf({ipamctl_agent_socket: agentSocket}))}, stdout: {write() {}}, stderr: {write: (s) => process.stderr.write('agent ${command}: ' + s)}}`
+    // The IPAM plugin: the direct ADD (process stdin/env), then the same ADD through the agent. The agent-first
+    // entry: ADD and DEL through the agent, each of which it must finish itself (exit code 0, no handover).
+    const use =
+      {
+        'ipamctl-ipam': `async (m) => { await m.main(); if (await m.main(${agentIo('ADD')}) !== 0) throw new Error('agent ADD failed') }`,
+        'ipamctl-ipam-agent': `async (m) => { for (const [c, io] of [['ADD', ${agentIo('ADD')}], ['DEL', ${agentIo('DEL')}]]) if (await m.main(io) !== 0) throw new Error('agent-first ' + c + ' failed') }`,
+      }[name] ?? '(m) => m.main()'
     const code = `require(${JSON.stringify(LOADER)}).train(${JSON.stringify(path.join(OUT, `${name}.cjs`))}, ${use}).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
     let r
     if (name === 'ipamctl-cni') {

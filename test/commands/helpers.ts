@@ -38,9 +38,12 @@ function walk(dir: string, ext: string, out: string[] = []): string[] {
 }
 
 /** What the bins run, all made by `npm run build` (docs/startup.md#which-code-runs). */
-const BUNDLES = ['dist/cni/ipamctl-ipam.cjs', 'dist/cni/ipamctl-cni.cjs', 'dist/cli-bundle/ipamctl.cjs'].flatMap(
-  (f) => [path.join(ROOT, f), path.join(ROOT, `${f}.v8cache`)],
-)
+const BUNDLES = [
+  'dist/cni/ipamctl-ipam.cjs',
+  'dist/cni/ipamctl-ipam-agent.cjs',
+  'dist/cni/ipamctl-cni.cjs',
+  'dist/cli-bundle/ipamctl.cjs',
+].flatMap((f) => [path.join(ROOT, f), path.join(ROOT, `${f}.v8cache`)])
 /** What the bundles are made from, and the tsc output the bins compare them with (bin/load-bundle.cjs). */
 const inputs = () => [
   ...walk(SRC, '.ts'),

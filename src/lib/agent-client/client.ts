@@ -136,12 +136,14 @@ export async function agentRequest(
 }
 
 /** POST /v1/<op>. */
-export const agentCall = (
+export type AgentCall = (
   socket: string,
   op: AgentOp,
   payload: unknown,
   opts?: {timeoutMs?: number},
-): Promise<AgentOutcome> => agentRequest(socket, 'POST', `/v1/${op}`, payload, opts)
+) => Promise<AgentOutcome>
+export const agentCall: AgentCall = (socket, op, payload, opts) =>
+  agentRequest(socket, 'POST', `/v1/${op}`, payload, opts)
 
 /** The error of an answered request, if it is one. */
 export function replyError(o: Extract<AgentOutcome, {kind: 'answered'}>): ErrorBody | undefined {

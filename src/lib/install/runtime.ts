@@ -17,6 +17,12 @@ export interface RuntimeFile {
 export const PLUGINS = ['ipamctl-cni', 'ipamctl-ipam'] as const
 
 /**
+ * The bundles under dist/cni/ (each with its code cache): the plugins', and ipamctl-ipam's agent-first entry, in
+ * which bin/plugin.cjs starts its ADD and DEL (docs/startup.md#the-agent-first-entry).
+ */
+export const BUNDLES = [...PLUGINS, 'ipamctl-ipam-agent'] as const
+
+/**
  * Packages whose JavaScript scripts/bundle-cni.mjs compiles into the bundles (or loads through a small index.js)
  * but whose native addons are loaded from node_modules: only package.json (the bundles find the package directory
  * through it) and the listed files, not their sources and build trees.
@@ -60,7 +66,7 @@ function filesUnder(dir: string, rel: string, out: RuntimeFile[], to: string, sk
 export function runtimeFiles(root: string): RuntimeFile[] {
   const out: RuntimeFile[] = []
   for (const f of ['load-bundle.cjs', 'plugin.cjs']) out.push({from: path.join(root, 'bin', f), to: `bin/${f}`})
-  for (const name of PLUGINS)
+  for (const name of BUNDLES)
     for (const f of [`${name}.cjs`, `${name}.cjs.v8cache`]) {
       const from = path.join(root, 'dist', 'cni', f)
       if (!fs.existsSync(from)) throw new ValidationError(`${from} is missing: run npm run build in ${root}`)

@@ -96,12 +96,18 @@ export interface CniLoggerOptions {
   stderr: LogSink
   env?: Record<string, string | undefined>
   now?: () => Date
+  /**
+   * Lines for the log file wait in memory until commit() (close() without it drops them): an invocation that
+   * may yet be handed over and done again from the start (src/plugins/ipam/agent-main.ts) leaves no trace.
+   */
+  held?: boolean
 }
 
 /** The logger of one plugin invocation, with its context (command, container, netns, pod) on every line. */
-export function cniLogger(o: CniLoggerOptions): {logger: Logger; close(): void} {
+export function cniLogger(o: CniLoggerOptions): {logger: Logger; close(): void; commit(): void} {
   const s = logSettingsFrom(o.config)
   const sinks: LogSink[] = [o.stderr]
+  let held: string[] | undefined = o.held ? [] : undefined
   let problem: string | undefined
   let file: LogFile | undefined
   // Set once the logger exists: a write failure later warns through it (on stderr; the file has given up).
@@ -114,7 +120,8 @@ export function cniLogger(o: CniLoggerOptions): {logger: Logger; close(): void} 
         maxCount: s.maxCount,
         onFailure: (what) => warn(what),
       })
-      sinks.push(file)
+      const f = file
+      sinks.push({write: (line) => (held ? held.push(line) : f.write(line))})
     } catch (err) {
       problem = `cannot open the log file ${s.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`
     }
@@ -140,5 +147,13 @@ export function cniLogger(o: CniLoggerOptions): {logger: Logger; close(): void} 
     logger.debug('network configuration', {config: JSON.stringify(redactSecrets(o.config))})
     logger.debug('CNI environment', {ifname: o.getenv('CNI_IFNAME'), args: o.getenv('CNI_ARGS')})
   }
-  return {logger, close: () => file?.close()}
+  return {
+    logger,
+    close: () => file?.close(),
+    commit() {
+      const lines = held ?? []
+      held = undefined
+      for (const line of lines) file?.write(line)
+    },
+  }
 }

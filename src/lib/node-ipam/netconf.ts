@@ -143,9 +143,12 @@ function obj(o: Obj, key: string, path = key): Obj {
   return v
 }
 
+/** The netconf key naming the node agent's socket ('' for none); absent: DEFAULT_AGENT_SOCKET. */
+export const AGENT_SOCKET_KEY = 'ipamctl_agent_socket'
+
 function agentSocket(raw: Obj): string | undefined {
-  const v = str(raw, 'ipamctl_agent_socket')
-  return v ? validateSocketPath(v, 'failed to load netconf: field "ipamctl_agent_socket"') : v
+  const v = str(raw, AGENT_SOCKET_KEY)
+  return v ? validateSocketPath(v, `failed to load netconf: field "${AGENT_SOCKET_KEY}"`) : v
 }
 
 /** Calico's ValidateNetworkName: the name becomes the handle prefix. */

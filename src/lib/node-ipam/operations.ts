@@ -14,10 +14,10 @@ import {bitsOf, containsIp, type Family, formatCidr, formatIp, maskIp, tryParseI
 import {keys} from '../store/keys.js'
 import {CNI_ERR, CniError, toCniError} from '../cni/errors.js'
 import type {Unlock} from './host-lock.js'
-import {allocationAttrs, type WorkloadIds} from './workload-ids.js'
+import type {WorkloadIds} from './workload-ids.js'
 import type {NetConf} from './netconf.js'
 import {addressOf, type CniResult, ipamResult, parseResult} from '../cni/result.js'
-import type {IpamRequest} from './request.js'
+import {addPlan, type AddPlan, type IpamRequest} from './request.js'
 
 // ---------------------------------------------------------------------------------------------- pools
 
@@ -54,39 +54,6 @@ function parseGoCidr(text: string): {family: Family; base: bigint; prefix: numbe
 }
 
 // ---------------------------------------------------------------------------------------------- operations
-
-/** An ADD as data: what the plugin asks of the allocator, whether in this process or through the agent. */
-export interface AddPlan {
-  node: string
-  handle: string
-  attrs: Record<string, string>
-  /** CNI_ARGS `IP=`: exactly this address. */
-  ip?: string
-  num4: number
-  num6: number
-  /** As in the netconf: CIDRs or pool names, resolved by resolvePools. */
-  ipv4Pools: string[]
-  ipv6Pools: string[]
-  maxBlocksPerHost: number
-  /** CNI_ARGS IPAMCTL_NAMESPACE_LABELS, else the netconf's ipam.namespace_labels; absent: the empty set. */
-  namespaceLabels?: Record<string, string>
-}
-
-export function addPlan(req: Pick<IpamRequest, 'conf' | 'args' | 'ids'>, now: Date): AddPlan {
-  const {conf, args, ids} = req
-  return {
-    node: ids.node,
-    handle: ids.handleId,
-    attrs: allocationAttrs(ids, now),
-    ip: args.ip,
-    num4: conf.ipam.assignIpv4 === 'false' ? 0 : 1,
-    num6: conf.ipam.assignIpv6 === 'true' ? 1 : 0,
-    ipv4Pools: conf.ipam.ipv4Pools,
-    ipv6Pools: conf.ipam.ipv6Pools,
-    maxBlocksPerHost: conf.windowsUseSingleNetwork ? 1 : 0,
-    namespaceLabels: args.namespaceLabels ?? conf.ipam.namespaceLabels,
-  }
-}
 
 /**
  * The writes of an ADD. The plugin takes the host lock around each allocation (lockedAllocator); the agent

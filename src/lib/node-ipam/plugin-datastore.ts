@@ -4,8 +4,8 @@
 // that it does not serve this node or datastore, the plugin uses the datastore itself, opened on first need,
 // with the same results. What an agent may have done before it went silent is handled as ipamctl-ipam does:
 // an ADD is finished idempotently, a release or record removal simply done again.
-import {agentCall, type AgentOutcome, agentSocketPresent, replyError} from '../agent-client/client.js'
-import {DEFAULT_AGENT_SOCKET, datastoreId, errorFrom} from '../agent-client/protocol.js'
+import {type AgentCall, agentCall} from '../agent-client/client.js'
+import {datastoreId} from '../agent-client/protocol.js'
 import {type Ctx, makeCtx} from '../ipam/context.js'
 import type {Clock} from '../clock.js'
 import {StoreMissingError} from '../errors.js'
@@ -19,88 +19,10 @@ import {
   type WorkloadEndpoint,
 } from '../workload/endpoint.js'
 import {putEndpoint, takeEndpoint, type TakenEndpoint} from './endpoint-record.js'
-import {
-  addPlan,
-  checkHandleAddresses,
-  ipamAdd,
-  ipamAddAfterUnknown,
-  ipamAddFixedAfterUnknown,
-  ipamDel,
-} from './operations.js'
+import {checkHandleAddresses, ipamAdd, ipamAddAfterUnknown, ipamAddFixedAfterUnknown, ipamDel} from './operations.js'
+import {addViaAgent, agentAnswer, delViaAgent, logAssigned, logReleased} from './agent-path.js'
 import type {IpamRequest} from './request.js'
-import type {NetConf} from './netconf.js'
 import type {CniResult} from '../cni/result.js'
-
-/** The agent's socket for this netconf when there is one to ask: a stat, no connect. */
-export function agentSocketFor(conf: NetConf): string | undefined {
-  const file = conf.ipamctlAgentSocket ?? DEFAULT_AGENT_SOCKET
-  return file !== '' && agentSocketPresent(file) ? file : undefined
-}
-
-type AgentAnswer = {body: Record<string, unknown>} | {direct: 'unreachable' | 'unknown'}
-
-/** What the agent's reply means for the plugin; an IPAM error it answered with is thrown as the direct path would. */
-function agentAnswer(socket: string, o: AgentOutcome, req: Pick<IpamRequest, 'log' | 'logger'>): AgentAnswer {
-  if (o.kind !== 'answered') {
-    req.logger.warn(`ipamctl agent at ${socket}: ${o.reason}; using the datastore directly`, {fallback: o.kind})
-    return {direct: o.kind}
-  }
-  const e = replyError(o)
-  if (e?.direct) {
-    req.logger.warn(
-      `ipamctl agent at ${socket} does not serve this request (${e.message}); using the datastore directly`,
-      {fallback: 'not-served'},
-    )
-    return {direct: 'unreachable'}
-  }
-  if (Array.isArray(o.body.log)) for (const line of o.body.log) req.log(String(line))
-  if (e) throw errorFrom(e)
-  return {body: o.body}
-}
-
-/** ADD through the agent: the result, or how to go on directly. */
-async function addViaAgent(
-  socket: string,
-  req: IpamRequest,
-  settings: DatastoreSettings,
-  now: Date,
-): Promise<CniResult | 'unreachable' | 'unknown'> {
-  const {ip, ...auto} = addPlan(req, now)
-  const target = {node: auto.node, datastore: datastoreId(settings)}
-  const o =
-    ip === undefined
-      ? await agentCall(socket, 'assign', {...auto, ...target})
-      : await agentCall(socket, 'assign-ip', {...target, handle: auto.handle, attrs: auto.attrs, ip})
-  const r = agentAnswer(socket, o, req)
-  if ('direct' in r) return r.direct
-  const result = r.body.result as CniResult | undefined
-  if (typeof result !== 'object' || result === null || !Array.isArray(result.ips)) {
-    req.logger.warn(`ipamctl agent at ${socket} answered without a result; using the datastore directly`, {
-      fallback: 'no-result',
-    })
-    return 'unknown'
-  }
-  return result
-}
-
-/**
- * DEL through the agent: true when it answered. DEL is idempotent, so whatever became of an unanswered
- * request, releasing directly is right.
- */
-async function delViaAgent(socket: string, req: IpamRequest, settings: DatastoreSettings): Promise<boolean> {
-  const target = {node: req.ids.node, datastore: datastoreId(settings)}
-  const o = await agentCall(socket, 'release', {...target, handles: [req.ids.handleId, req.ids.workloadId]})
-  const r = agentAnswer(socket, o, req)
-  if (!('body' in r)) return false
-  const released = Array.isArray(r.body.released) ? r.body.released.map(String) : []
-  logReleased(req, released, `agent ${socket}`)
-  return true
-}
-
-function logReleased(req: Pick<IpamRequest, 'ids' | 'logger'>, released: readonly string[], via: string): void {
-  if (released.length > 0) req.logger.info('released addresses', {ips: released, handle: req.ids.handleId, via})
-  else req.logger.info('no addresses to release', {handle: req.ids.handleId, via})
-}
 
 /**
  * What the invocation does to the datastore: ADD adds state and creates a missing embedded store (saying so
@@ -121,6 +43,7 @@ export class PluginDatastore {
     private readonly open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>,
     private readonly clock: Clock,
     private readonly verb: PluginVerb,
+    private readonly call: AgentCall = agentCall,
   ) {
     // A password from an ipamctl_config file is known only now: it must never reach the log either.
     req.logger.addSecret(settings.etcdPassword)
@@ -170,27 +93,24 @@ export class PluginDatastore {
   async ipamAdd(ip?: string): Promise<CniResult> {
     const req = ip === undefined ? this.req : {...this.req, args: {...this.req.args, ip}}
     const socket = this.socket
-    const assigned = (r: CniResult, via: string): CniResult => {
-      req.logger.info('assigned addresses', {ips: r.ips.map((i) => i.address), handle: req.ids.handleId, via})
-      return r
-    }
     if (socket) {
-      const via = await addViaAgent(socket, req, this.settings, this.clock.now())
-      if (typeof via === 'object') return assigned(via, `agent ${socket}`)
+      const via = await addViaAgent(socket, req, this.settings, this.clock.now(), this.call)
+      if (typeof via === 'object') return via
       this.unreachable()
       if (via === 'unknown')
-        return assigned(
+        return logAssigned(
+          req,
           ip === undefined
             ? await ipamAddAfterUnknown(await this.ctx(), req)
             : await ipamAddFixedAfterUnknown(await this.ctx(), req),
           'datastore',
         )
     } else req.logger.debug('no ipamctl agent socket: using the datastore directly')
-    return assigned(await ipamAdd(await this.ctx(), req), 'datastore')
+    return logAssigned(req, await ipamAdd(await this.ctx(), req), 'datastore')
   }
 
   async ipamDel(): Promise<void> {
-    if (this.socket && (await delViaAgent(this.socket, this.req, this.settings))) return
+    if (this.socket && (await delViaAgent(this.socket, this.req, this.settings, this.call))) return
     this.unreachable()
     const ctx = await this.direct()
     if (ctx) logReleased(this.req, await ipamDel(ctx, this.req), 'datastore')
@@ -199,7 +119,7 @@ export class PluginDatastore {
   /** Both endpoint operations are idempotent, so an unanswered request is simply done again directly. */
   async putEndpoint(wep: WorkloadEndpoint): Promise<void> {
     if (this.socket) {
-      const o = await agentCall(this.socket, 'endpoint-put', {...this.target(), endpoint: encodeWorkloadEndpoint(wep)})
+      const o = await this.call(this.socket, 'endpoint-put', {...this.target(), endpoint: encodeWorkloadEndpoint(wep)})
       if ('body' in agentAnswer(this.socket, o, this.req)) return
       this.unreachable()
     }
@@ -208,7 +128,7 @@ export class PluginDatastore {
 
   async takeEndpoint(namespace: string, name: string, containerID: string): Promise<TakenEndpoint> {
     if (this.socket) {
-      const o = await agentCall(this.socket, 'endpoint-take', {...this.target(), namespace, name, containerID})
+      const o = await this.call(this.socket, 'endpoint-take', {...this.target(), namespace, name, containerID})
       const r = agentAnswer(this.socket, o, this.req)
       if ('body' in r) {
         const text = r.body.endpoint
@@ -226,7 +146,7 @@ export class PluginDatastore {
    */
   async check(namespace: string, name: string, ips?: readonly string[]): Promise<WorkloadEndpoint | undefined> {
     if (this.socket) {
-      const o = await agentCall(this.socket, 'check', {
+      const o = await this.call(this.socket, 'check', {
         ...this.target(),
         namespace,
         name,
@@ -254,10 +174,16 @@ export class PluginDatastore {
     req: IpamRequest,
     settings: DatastoreSettings,
     socket: string | undefined,
-    deps: {open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>; clock: Clock; verb: PluginVerb},
+    deps: {
+      open: (s: DatastoreSettings, opts: OpenOptions) => Promise<Store>
+      clock: Clock
+      verb: PluginVerb
+      /** How the agent is asked (replayingCall after a handover); agentCall by default. */
+      call?: AgentCall
+    },
     fn: (ds: PluginDatastore) => Promise<T>,
   ): Promise<T> {
-    const ds = new PluginDatastore(req, settings, socket, deps.open, deps.clock, deps.verb)
+    const ds = new PluginDatastore(req, settings, socket, deps.open, deps.clock, deps.verb, deps.call)
     try {
       return await fn(ds)
     } finally {

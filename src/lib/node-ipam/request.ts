@@ -3,7 +3,7 @@ import type {DatastoreSettings} from '../store/settings.js'
 import type {Store} from '../store/store.js'
 import {type CniArgs, parseCniArgs} from './cni-args.js'
 import {acquireHostLock, type HostLockOptions, type Unlock} from './host-lock.js'
-import {type WorkloadIds, workloadIds} from './workload-ids.js'
+import {allocationAttrs, type WorkloadIds, workloadIds} from './workload-ids.js'
 import {DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from './netconf.js'
 import {determineNodename, type NodenameDeps} from './nodename.js'
 import {type CmdArgs, loggerOf} from '../cni/skel.js'
@@ -47,5 +47,38 @@ export function ipamRequest(a: CmdArgs, deps: IpamPluginDeps = {}): IpamRequest 
     log: a.log,
     logger: loggerOf(a),
     lock: lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log}),
+  }
+}
+
+/** An ADD as data: what the plugin asks of the allocator, whether in this process or through the agent. */
+export interface AddPlan {
+  node: string
+  handle: string
+  attrs: Record<string, string>
+  /** CNI_ARGS `IP=`: exactly this address. */
+  ip?: string
+  num4: number
+  num6: number
+  /** As in the netconf: CIDRs or pool names, resolved by resolvePools. */
+  ipv4Pools: string[]
+  ipv6Pools: string[]
+  maxBlocksPerHost: number
+  /** CNI_ARGS IPAMCTL_NAMESPACE_LABELS, else the netconf's ipam.namespace_labels; absent: the empty set. */
+  namespaceLabels?: Record<string, string>
+}
+
+export function addPlan(req: Pick<IpamRequest, 'conf' | 'args' | 'ids'>, now: Date): AddPlan {
+  const {conf, args, ids} = req
+  return {
+    node: ids.node,
+    handle: ids.handleId,
+    attrs: allocationAttrs(ids, now),
+    ip: args.ip,
+    num4: conf.ipam.assignIpv4 === 'false' ? 0 : 1,
+    num6: conf.ipam.assignIpv6 === 'true' ? 1 : 0,
+    ipv4Pools: conf.ipam.ipv4Pools,
+    ipv6Pools: conf.ipam.ipv6Pools,
+    maxBlocksPerHost: conf.windowsUseSingleNetwork ? 1 : 0,
+    namespaceLabels: args.namespaceLabels ?? conf.ipam.namespaceLabels,
   }
 }

@@ -13,7 +13,8 @@ import {acquireHostLock} from '../../lib/node-ipam/host-lock.js'
 import {datastoreSettingsFor} from '../../lib/node-ipam/datastore-settings.js'
 import {DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from '../../lib/node-ipam/netconf.js'
 import {determineNodename} from '../../lib/node-ipam/nodename.js'
-import {agentSocketFor, PluginDatastore, type PluginVerb} from '../../lib/node-ipam/plugin-datastore.js'
+import {PluginDatastore, type PluginVerb} from '../../lib/node-ipam/plugin-datastore.js'
+import {type AgentReplay, ipamInvocation, replayingCall} from '../../lib/node-ipam/agent-path.js'
 import type {CmdArgs, PluginFuncs} from '../../lib/cni/skel.js'
 
 /** IPAM's part of CNI GC on an open context, under the host lock: the addresses released. */
@@ -55,15 +56,16 @@ export async function withPluginStore<T>(
   }
 }
 
-export function ipamPlugin(deps: IpamPluginDeps = {}): PluginFuncs {
+/** `agent`: the agent's answer to the invocation's first request, asked before a handover (agent-main.ts). */
+export function ipamPlugin(deps: IpamPluginDeps & {agent?: AgentReplay} = {}): PluginFuncs {
   const open = deps.openStore ?? defaultOpenStore
   const clock = deps.clock ?? systemClock
+  const call = replayingCall(deps.agent)
   const withCtx = <T>(a: CmdArgs, conf: NetConf, mode: 'read' | 'update', fn: (ctx: Ctx) => Promise<T>) =>
     withPluginStore(open, a, conf, mode, clock, fn)
   const viaDatastore = async <T>(a: CmdArgs, verb: PluginVerb, fn: (ds: PluginDatastore) => Promise<T>) => {
-    const req = ipamRequest(a, deps)
-    const settings = await datastoreSettingsFor(req.conf, a.getenv)
-    return PluginDatastore.using(req, settings, agentSocketFor(req.conf), {open, clock, verb}, fn)
+    const {req, settings, socket} = await ipamInvocation(a, deps)
+    return PluginDatastore.using(req, settings, socket, {open, clock, verb, call}, fn)
   }
   return {
     // With a per-node agent (ipamctl agent run) ADD and DEL go through it: no datastore client in this

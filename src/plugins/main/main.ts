@@ -1,7 +1,7 @@
 // Entry of the `ipamctl-cni` plugin process (installed as `calico` with --as-calico). Like src/plugins/ipam/main.ts it
 // must stay light: no oclif/chalk/inquirer/cli-table3, etcd3 only when the netconf selects etcdv3.
 import {mainPlugin} from './plugin.js'
-import {ABOUT as IPAM_ABOUT, openPluginLog, pluginProcessIo} from '../ipam/main.js'
+import {ABOUT as IPAM_ABOUT, openPluginLog, pluginProcessIo} from '../ipam/process.js'
 import {type PluginIo, pluginMain} from '../../lib/cni/skel.js'
 
 export const ABOUT = IPAM_ABOUT.replace('ipamctl-ipam', 'ipamctl-cni').replace(
