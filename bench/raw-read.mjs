@@ -8,7 +8,7 @@
 import {createRequire} from 'node:module'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
-import {nextWindow} from '../dist/lib/store/key-windows.js'
+import {FIRST_PAGE, nextWindow, pageLimit, windowPage} from '../dist/lib/store/key-windows.js'
 
 const require = createRequire(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'package.json'))
 const [kind, where, ...prefixes] = process.argv.slice(2)
@@ -40,21 +40,14 @@ if (kind === 'etcd') {
     const end = rangeEnd(prefix)
     /** @type {import('../dist/lib/store/key-windows.js').KeyWindow | undefined} */
     let win = {from: prefix}
-    let limit = 500
+    let limit = FIRST_PAGE
     while (win) {
       const r = await client.kv.range({key: win.from, range_end: win.end ?? end, limit, revision})
       revision ??= r.header.revision
       for (const kv of r.kvs) bytes += kv.key.length + kv.value.length
       keys += r.kvs.length
-      if (keys > 0) limit = Math.max(1, Math.min(20_000, Math.floor((4 * 1024 * 1024) / Math.max(1, bytes / keys))))
-      const page = {
-        keys: r.kvs.length,
-        firstKey: r.kvs[0]?.key,
-        lastKey: r.kvs[r.kvs.length - 1]?.key,
-        more: r.more && r.kvs.length > 0,
-        count: Number(r.count),
-      }
-      win = nextWindow(prefix, win, page, limit)
+      if (keys > 0) limit = pageLimit(bytes, keys)
+      win = nextWindow(prefix, win, windowPage(r), limit)
     }
   }
   client.close()

@@ -6,7 +6,7 @@ import {noop} from 'cockatiel'
 import {Etcd3, type IOptions, type IRangeResponse} from 'etcd3'
 import {DatastoreUnavailableError, ValidationError} from '../errors.js'
 import {EtcdChangeFeed} from './etcd-watch.js'
-import {type KeyWindow, nextWindow} from './key-windows.js'
+import {FIRST_PAGE, type KeyWindow, nextWindow, pageLimit, windowPage} from './key-windows.js'
 import type {
   ChangeFeed,
   Condition,
@@ -41,25 +41,10 @@ process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
   return (emitWarning as (...a: unknown[]) => void)(warning, ...rest)
 }) as typeof process.emitWarning
 
-/** Keys on the first range page of a list. */
-const FIRST_PAGE = 500
-/**
- * Later pages are sized from the bytes per key seen so far, and each reads a bounded key window (nextWindow):
- * etcd walks its index from a request's first key to the END of its range whatever the limit, so paging to the
- * prefix's end makes a scan quadratic (docs/etcd-paging.md: 550,000 handles in 26 s instead of 4 s).
- * Ranges ask for no sort order: etcd returns keys in ascending byte order anyway, and with an explicit order
- * etcd 3.4 reads every value to the end of the range for each page before truncating it (~200 ms instead of
- * ~25 ms for the first 500 of 100,000 endpoints).
- */
-const PAGE_BYTES = 4 * 1024 * 1024
-/**
- * Streamed scans (`each`, `eachAtOnce`) once used 1 MiB pages to keep `ipam check`'s peak memory down. Since check
- * keeps only what it needs of each record, 4 MiB pages cost it no memory (496 MB against 520 MB at 550,000
- * allocations on three members) and spare a quarter of the requests: `ipam show` there went from 1.54 × to
- * 1.00 × its floor, check from 1.18 × to 1.13 × (BENCHMARKS.md, scale notes).
- */
-const STREAM_PAGE_BYTES = PAGE_BYTES
-const MAX_PAGE = 20_000
+// Page sizes and windows: FIRST_PAGE, pageLimit and nextWindow in key-windows.ts (docs/etcd-paging.md). Ranges
+// ask for no sort order: etcd returns keys in ascending byte order anyway, and with an explicit order etcd 3.4 reads
+// every value to the end of the range for each page before truncating it (~200 ms instead of ~25 ms for the first
+// 500 of 100,000 endpoints).
 /** Receive limit per gRPC message; a page that still exceeds it is retried with fewer keys. */
 const MAX_RECEIVE_BYTES = 64 * 1024 * 1024
 /** etcd's default --max-txn-ops, which also bounds the ranges of one read-only Txn. */
@@ -309,7 +294,6 @@ export class EtcdStore implements Store {
     prefix: string,
     keysOnly: boolean,
     visit: (kv: KeyValue) => void,
-    pageBytes = PAGE_BYTES,
     start?: {page?: IRangeResponse; revision: string},
   ): Promise<string | undefined> {
     const end = prefixRangeEnd(Buffer.from(prefix))
@@ -345,21 +329,10 @@ export class EtcdStore implements Store {
       revision ??= r.header.revision
       for (const kv of r.kvs) bytes += kv.key.length + kv.value.length
       count += r.kvs.length
-      if (count > 0) limit = Math.max(1, Math.min(MAX_PAGE, Math.floor(pageBytes / Math.max(1, bytes / count))))
+      if (count > 0) limit = pageLimit(bytes, count)
       // The rest is read in windows of about one page each (docs/etcd-paging.md): a range to the prefix's end
       // would make etcd walk every remaining key for every page.
-      const following = nextWindow(
-        prefixBytes,
-        win,
-        {
-          keys: r.kvs.length,
-          firstKey: r.kvs[0]?.key,
-          lastKey: r.kvs[r.kvs.length - 1]?.key,
-          more: r.more && r.kvs.length > 0,
-          count: Number(r.count),
-        },
-        limit,
-      )
+      const following = nextWindow(prefixBytes, win, windowPage(r), limit)
       let next: Promise<typeof r> | undefined
       if (following) {
         win = following
@@ -386,20 +359,14 @@ export class EtcdStore implements Store {
   }
 
   async each(prefix: string, visit: (kv: KeyValue) => void, opts: {keysOnly?: boolean} = {}): Promise<void> {
-    await this.scan(prefix, opts.keysOnly === true, visit, STREAM_PAGE_BYTES)
+    await this.scan(prefix, opts.keysOnly === true, visit)
   }
 
   async eachAtOnce(scans: Iterable<Scan>): Promise<void> {
     // The later scans read at the first one's revision: one snapshot, as `read` gives.
     let revision: string | undefined
     for (const s of scans)
-      revision = await this.scan(
-        s.prefix,
-        s.keysOnly === true,
-        s.visit,
-        STREAM_PAGE_BYTES,
-        revision ? {revision} : undefined,
-      )
+      revision = await this.scan(s.prefix, s.keysOnly === true, s.visit, revision ? {revision} : undefined)
   }
 
   async read(req: ReadRequest): Promise<ReadResult> {
@@ -443,7 +410,7 @@ export class EtcdStore implements Store {
     for (const [j, prefix] of lists.entries()) {
       // A list longer than one page goes on with ordinary range calls at the read's revision.
       const list: KeyValue[] = []
-      await this.scan(prefix, false, (kv) => list.push(kv), PAGE_BYTES, {
+      await this.scan(prefix, false, (kv) => list.push(kv), {
         page: responses[gets.length + j]!,
         revision: revision!,
       })

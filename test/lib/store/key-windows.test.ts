@@ -4,7 +4,14 @@
 // test/lib/store/etcd.integration.test.ts.
 import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
-import {type KeyWindow, keyAt, keyPosition, nextWindow} from '../../../src/lib/store/key-windows.ts'
+import {
+  type KeyWindow,
+  keyAt,
+  keyPosition,
+  nextWindow,
+  pageLimit,
+  windowPage,
+} from '../../../src/lib/store/key-windows.ts'
 
 const cmp = Buffer.compare
 
@@ -180,5 +187,26 @@ describe('keyPosition and keyAt', () => {
     const top = keyPosition(p, Buffer.from(`/h/${'\u00ff'.repeat(128)}`, 'latin1'))
     assert.equal(keyAt(p, top + 1n), undefined)
     assert.deepEqual(keyAt(p, 0n), p)
+  })
+})
+
+describe('pageLimit and windowPage', () => {
+  test('pages aim at 4 MiB from the bytes per key seen, between 1 and 20,000 keys', () => {
+    assert.equal(pageLimit(600_000, 1000), Math.floor((4 * 1024 * 1024) / 600))
+    assert.equal(pageLimit(100 * 50, 100), 20_000, 'small keys: capped')
+    assert.equal(pageLimit(64 * 1024 * 1024, 1), 1, 'one value larger than a page: one key')
+  })
+
+  test('a response becomes what nextWindow needs: its ends, the limit cut, the count as a number', () => {
+    const kvs = ['/h/a', '/h/b', '/h/c'].map((k) => ({key: Buffer.from(k)}))
+    assert.deepEqual(windowPage({kvs, more: true, count: '12'}), {
+      keys: 3,
+      firstKey: Buffer.from('/h/a'),
+      lastKey: Buffer.from('/h/c'),
+      more: true,
+      count: 12,
+    })
+    // etcd says more with no keys only if something is wrong; a window must not be read again from nowhere.
+    assert.equal(windowPage({kvs: [], more: true, count: '0'}).more, false)
   })
 })
