@@ -10,7 +10,7 @@ import type {IpamConfig} from '../ipam/records.js'
 import {decodeReservation, type ReservedMatcher, reservedMatcher} from '../ipam/reservation.js'
 import {containsIp, parseCidr, parseIp} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
-import {compareKeys} from '../store/memory.js'
+import {compareBytes} from '../codec/gojson.js'
 import {type ChangeFeed, changeFeed, forEachKv, type KeyValue} from '../store/store.js'
 
 interface BlockEntry {
@@ -205,5 +205,5 @@ export class UsageView {
 
 /** Values in key order (the order listPools and listReservations give). */
 function sortedValues(m: ReadonlyMap<string, string>): string[] {
-  return [...m.keys()].sort(compareKeys).map((k) => m.get(k)!)
+  return [...m.keys()].sort(compareBytes).map((k) => m.get(k)!)
 }

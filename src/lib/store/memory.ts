@@ -1,24 +1,8 @@
 // In-process store with the same semantics as the persistent ones: for fast unit tests of the core and for
 // `ipam plan --simulate`, which runs the allocator over hundreds of thousands of keys. Keys are kept in a
 // sorted index, so a prefix listing or a prefix guard costs the keys under that prefix, not the whole store.
+import {compareBytes} from '../codec/gojson.js'
 import type {Condition, KeyValue, ReadRequest, ReadResult, Store, TxnResult, WriteOp} from './store.js'
-
-/**
- * Byte order of the UTF-8 encodings (what etcd and the embedded store sort by) without encoding: UTF-16 code
- * units sort like code points except that surrogates (astral characters) must come after U+E000–U+FFFF.
- */
-export function compareKeys(a: string, b: string): number {
-  if (a === b) return 0
-  const n = Math.min(a.length, b.length)
-  let i = 0
-  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++
-  if (i === n) return a.length < b.length ? -1 : 1
-  const x = fixup(a.charCodeAt(i))
-  const y = fixup(b.charCodeAt(i))
-  return x < y ? -1 : 1
-}
-
-const fixup = (u: number): number => (u < 0xd800 ? u : u < 0xe000 ? u + 0x2000 : u - 0x800)
 
 /** First index in `xs` whose element is not below `key`. */
 function lowerBound(xs: readonly string[], key: string): number {
@@ -26,7 +10,7 @@ function lowerBound(xs: readonly string[], key: string): number {
   let hi = xs.length
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
-    if (compareKeys(xs[mid]!, key) < 0) lo = mid + 1
+    if (compareBytes(xs[mid]!, key) < 0) lo = mid + 1
     else hi = mid
   }
   return lo
@@ -45,7 +29,7 @@ class SortedKeys {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
       const c = this.chunks[mid]!
-      if (compareKeys(c[c.length - 1]!, key) < 0) lo = mid + 1
+      if (compareBytes(c[c.length - 1]!, key) < 0) lo = mid + 1
       else hi = mid
     }
     return Math.min(lo, this.chunks.length - 1)

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import {
   asBigInt,
   compactJson,
+  compareBytes,
   encodeJson,
   goMap,
   indentJson,
@@ -322,6 +323,19 @@ describe('goMap', () => {
   test('orders by UTF-8 bytes, not UTF-16 code units', () => {
     const m = goMap({'\u{10000}': 2, '\uffff': 1})
     assert.deepEqual([...m.keys()], ['\uffff', '\u{10000}'])
+  })
+})
+
+describe('compareBytes', () => {
+  test('orders exactly as the UTF-8 bytes do, in place or not', () => {
+    // Pairs that differ below U+D800 (compared in place), at surrogates, above U+E000, lone surrogates and prefixes.
+    const words = ['', 'a', 'ab', 'b', '10', '2', 'Z', '\u00e9', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\uffff']
+    words.push('\u{10000}', '\u{1f600}', 'a\u{10000}', 'a\uffff', '\ud800', '\udc00x', 'x\ud800', 'x\ufffd', '\ufffd')
+    for (const a of words)
+      for (const b of words) {
+        const want = Math.sign(Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')))
+        assert.equal(Math.sign(compareBytes(a, b)), want, `${JSON.stringify(a)} vs ${JSON.stringify(b)}`)
+      }
   })
 })
 
