@@ -3,9 +3,18 @@
 // handle, so a crash or a lost race never leaves half an allocation behind.
 import {ConflictError, InterruptedError, NotFoundError, RevisionConflict, ValidationError} from '../errors.js'
 import {checkpoint, type Committed, interrupted, NOTHING_COMMITTED} from '../interrupt.js'
-import {type Cidr, containsCidr, type Family, formatCidr, formatIp, subnetCount, subnetIndex} from '../net/cidr.js'
+import {
+  type Cidr,
+  containsCidr,
+  type Family,
+  formatCidr,
+  formatIp,
+  sameCidr,
+  subnetCount,
+  subnetIndex,
+} from '../net/cidr.js'
 import {keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
-import {type KeyValue, readMany} from '../store/store.js'
+import {type Condition, guardFor, type KeyValue, readMany, type Store} from '../store/store.js'
 import {
   type Attribute,
   type Block,
@@ -17,7 +26,16 @@ import {
   takeOrdinals,
 } from './block.js'
 import {blockWalk, startIndex, walkOrder} from './blockgen.js'
-import {blockFrom, configFrom, type Ctx, MAX_RETRIES_MESSAGE, poolsFrom, withRetry, WriteBatch} from './context.js'
+import {
+  blockFrom,
+  configFrom,
+  type Ctx,
+  lastWritten,
+  MAX_RETRIES_MESSAGE,
+  poolsFrom,
+  withRetry,
+  WriteBatch,
+} from './context.js'
 import {deselectedBlocks, releaseIfEmpty} from './consistent-affinity.js'
 import {decodeNode, ensureNode, validateHandleId, validateHostName, validateLabels} from './node.js'
 import type {AllowedUse, Pool} from './pool.js'
@@ -251,6 +269,12 @@ export interface FamilySetup {
   readonly deselected: Cidr[]
   /** The highest mod-revision among the listed affinities (0 if none): a claim is guarded on none newer. */
   readonly affinityRevision: bigint
+  /**
+   * Guards that hold exactly while what this setup read still stands: the IPAM config and Node keys as read,
+   * every pool and reservation as read (a deleted one fails its own guard) and nothing newer under their prefixes
+   * or the host's affinities (a created or changed one fails the prefix guard). See `steadyAssign`.
+   */
+  readonly guards: readonly Condition[]
 }
 
 /** `handles`: more handles to read in the same request (a batch's other requests). */
@@ -299,6 +323,14 @@ export async function familySetup(
   const affinityKeys = affinityKvs.map((kv) => kv.key)
   const deselected = node ? deselectedBlocks(affinityKeys, pools, allPools, node.labels) : []
   const affinityRevision = newest(affinityKvs)
+  const guards: Condition[] = [
+    guardFor(keys.ipamConfig(), cfgKv),
+    guardFor(keys.node(args.host), nodeKv),
+    ...[...poolKvs, ...reservationKvs].map((kv) => guardFor(kv.key, kv)),
+    {prefix: keys.resourcePrefix('ippools'), notAfter: newest(poolKvs)},
+    {prefix: keys.resourcePrefix('ipreservations'), notAfter: newest(reservationKvs)},
+    {prefix: affinityPrefix, notAfter: affinityRevision},
+  ]
   return {
     cfg,
     nodeExists: node !== undefined,
@@ -309,6 +341,7 @@ export async function familySetup(
     affinityPrefix,
     deselected,
     affinityRevision,
+    guards,
   }
 }
 
@@ -335,6 +368,8 @@ async function assignFamily(
 ): Promise<FamilyResult> {
   if (result.requested === 0) return result
   const now = ctx.clock.now()
+  const slot = steadySlot(args, family, requested)
+  if (await steadyAssign(ctx, args, slot, result, progress)) return result
   const setup = await familySetup(ctx, args, family, requested)
   await checkpoint(ctx, progress())
   await releaseIfEmpty(ctx, args.host, setup.deselected)
@@ -343,9 +378,103 @@ async function assignFamily(
   job.ahead.setListed(setup.affinityPrefix)
   await job.run(setup.affinityKeys, setup.affinityRevision)
   rememberBlocks(ctx.store, args.host, family, job.blocksRead)
+  rememberSteady(ctx, slot, setup, result, job.blocksRead)
   // The Node record is created on first use, but only once something was actually allocated for it.
   if (!setup.nodeExists && result.ips.length > 0) await ensureNode(ctx.store, args.host, now, {seenAbsent: true})
   return result
+}
+
+/**
+ * The steady state of a long-running allocator (docs/design.md#steady-state-allocation): what the previous
+ * request of the same shape (host, family, pools asked for, namespace labels, use, cap) read and decided, kept
+ * when it was the plain case: the Node record existed, no block to give up, and every address came from the
+ * host's first affine block. The next such request then makes one guarded transaction and no read.
+ */
+interface Steady {
+  readonly setup: FamilySetup
+  /** The setup's guards and that of the affinity of the block. */
+  readonly guards: readonly Condition[]
+  readonly blockKey: string
+}
+
+/** A setup with more guards (five plus one per pool and reservation) is not kept: a long transaction. */
+const MAX_STEADY_GUARDS = 40
+/** Request shapes remembered per store; the oldest is forgotten first. */
+const MAX_STEADY = 256
+const steadyByStore = new WeakMap<Store, Map<string, Steady>>()
+
+function steadySlot(args: AutoAssignArgs, family: Family, requested: string[] | undefined): string {
+  const shape = [requested, args.pools, args.namespaceLabels, args.use, args.maxBlocksPerHost]
+  return `${family} ${args.host} ${JSON.stringify(shape)}`
+}
+
+function rememberSteady(
+  ctx: Ctx,
+  slot: string,
+  setup: FamilySetup,
+  result: FamilyResult,
+  blocksRead: readonly Cidr[],
+): void {
+  const mine = steadyByStore.get(ctx.store) ?? new Map<string, Steady>()
+  steadyByStore.set(ctx.store, mine)
+  mine.delete(slot)
+  const first = affineIn(setup.affinityKeys, setup.pools)[0]
+  const plain =
+    first !== undefined &&
+    setup.nodeExists &&
+    setup.deselected.length === 0 &&
+    result.ips.length === result.requested &&
+    blocksRead.length === 1 &&
+    sameCidr(blocksRead[0]!, first.cidr) &&
+    setup.guards.length <= MAX_STEADY_GUARDS
+  if (!plain) return
+  const blockKey = keys.block(first.cidr)
+  if (!lastWritten(ctx.store, blockKey)) return
+  mine.set(slot, {setup, blockKey, guards: [...setup.guards, guardFor(first.key, setup.ahead.get(first.key))]})
+  if (mine.size > MAX_STEADY) mine.delete(mine.keys().next().value!)
+}
+
+/**
+ * Allocate as the previous request of this shape did, without reading: from the block as this process last wrote
+ * it, in one transaction guarded on everything that request read (`FamilySetup.guards`), on the block's revision
+ * and on the handle being absent. A lost guard means something changed: false, and the caller takes the full
+ * path, which reads everything again. So a commit here decides exactly what the full path would have decided.
+ */
+async function steadyAssign(
+  ctx: Ctx,
+  args: AutoAssignArgs,
+  slot: string,
+  result: FamilyResult,
+  progress: () => Committed,
+): Promise<boolean> {
+  const mine = steadyByStore.get(ctx.store)
+  const steady = mine?.get(slot)
+  if (!mine || !steady) return false
+  mine.delete(slot) // kept again only by a success
+  const kv = lastWritten(ctx.store, steady.blockKey)
+  const loaded = blockFrom(ctx, kv, steady.setup.cfg.ipCooldownSeconds)
+  if (!loaded || loaded.block.affinity !== `host:${args.host}`) return false
+  const block = loaded.block
+  const attr = ownerAttribute(args.host, args.handle, args.attrs)
+  const taken = takeOrdinals(block, result.requested, attr, steady.setup.reserved.skipFor(block.cidr))
+  // A block that cannot hold the whole request: the full path decides (the next block, or a claim).
+  if (taken.length < result.requested) return false
+  const batch = new WriteBatch(ctx)
+  for (const g of steady.guards) batch.require(g)
+  // A handle this process wrote last (the other family of the same request) is guarded at that write; any other
+  // on being absent, as a new pod's handle is.
+  if (args.handle !== undefined) batch.knownHandle(args.handle, lastWritten(ctx.store, keys.handle(args.handle)))
+  batch.putBlock(block, loaded.kv).countHandle(args.handle, block.cidr, taken.length)
+  await checkpoint(ctx, progress())
+  try {
+    await batch.commit()
+  } catch (err) {
+    if (err instanceof RevisionConflict) return false
+    throw err
+  }
+  result.ips.push(...assignedIps(block, taken))
+  mine.set(slot, steady)
+  return true
 }
 
 class FamilyJob {

@@ -93,6 +93,12 @@ export class WriteBatch {
     return this
   }
 
+  /** Commit only if `condition` holds (a guard built earlier, e.g. from a read made for a previous write). */
+  require(condition: Condition): this {
+    this.conditions.push(condition)
+    return this
+  }
+
   /** Commit only if no key under `prefix` has been written after revision `notAfter`. */
   guardPrefix(prefix: string, notAfter: bigint): this {
     this.conditions.push({prefix, notAfter})
@@ -165,6 +171,40 @@ export class WriteBatch {
     if (this.ops.length === 0) return undefined
     const r = await this.ctx.store.txn(this.conditions, this.ops)
     if (!r.succeeded) throw new RevisionConflict('datastore changed while writing; retrying')
+    noteWritten(this.ctx.store, this.ops, r.revision)
     return r.revision
   }
+}
+
+/**
+ * Blocks and handles remembered per store, the least recently written forgotten first: a node's allocator rewrites
+ * its few blocks on every allocation, so they stay; a handle is needed only until the same request's next family.
+ */
+const MAX_WRITTEN = 4096
+const written = new WeakMap<Store, Map<string, KeyValue>>()
+const REMEMBERED = [keys.blockPrefix(), keys.handlePrefix()]
+
+function noteWritten(store: Store, ops: readonly WriteOp[], revision: bigint): void {
+  let known = written.get(store)
+  for (const op of ops) {
+    const key = 'put' in op ? op.put : op.delete
+    if (!REMEMBERED.some((p) => key.startsWith(p))) continue
+    if (!known) {
+      known = new Map()
+      written.set(store, known)
+    }
+    known.delete(key) // re-inserted last: most recently written
+    if ('put' in op) known.set(key, {key, value: op.value, modRevision: revision})
+  }
+  while (known && known.size > MAX_WRITTEN) known.delete(known.keys().next().value!)
+}
+
+/**
+ * The block or handle at `key` as this process last wrote it through a WriteBatch on `store` (the value and the
+ * revision of that write), or undefined (never written here, deleted here, or forgotten). Only a fact about the
+ * past: another process may have written the key since, so a write based on it must be guarded on that
+ * revision, and a lost guard means: read it again.
+ */
+export function lastWritten(store: Store, key: string): KeyValue | undefined {
+  return written.get(store)?.get(key)
 }
