@@ -369,7 +369,17 @@ async function assignFamily(
   if (result.requested === 0) return result
   const now = ctx.clock.now()
   const slot = steadySlot(args, family, requested)
-  if (await steadyAssign(ctx, args, slot, result, progress)) return result
+  const steady = await steadyAssign(
+    ctx,
+    args.host,
+    slot,
+    [{handle: args.handle, attrs: args.attrs, count: result.requested}],
+    progress,
+  )
+  if (steady) {
+    result.ips.push(...steady[0]!)
+    return result
+  }
   const setup = await familySetup(ctx, args, family, requested)
   await checkpoint(ctx, progress())
   await releaseIfEmpty(ctx, args.host, setup.deselected)
@@ -378,7 +388,13 @@ async function assignFamily(
   job.ahead.setListed(setup.affinityPrefix)
   await job.run(setup.affinityKeys, setup.affinityRevision)
   rememberBlocks(ctx.store, args.host, family, job.blocksRead)
-  rememberSteady(ctx, slot, setup, result, job.blocksRead)
+  const first = firstAffine(setup)
+  const fromFirstOnly =
+    result.ips.length === result.requested &&
+    job.blocksRead.length === 1 &&
+    first !== undefined &&
+    sameCidr(job.blocksRead[0]!, first.cidr)
+  rememberSteady(ctx, slot, setup, fromFirstOnly)
   // The Node record is created on first use, but only once something was actually allocated for it.
   if (!setup.nodeExists && result.ips.length > 0) await ensureNode(ctx.store, args.host, now, {seenAbsent: true})
   return result
@@ -388,7 +404,8 @@ async function assignFamily(
  * The steady state of a long-running allocator (docs/design.md#steady-state-allocation): what the previous
  * request of the same shape (host, family, pools asked for, namespace labels, use, cap) read and decided, kept
  * when it was the plain case: the Node record existed, no block to give up, and every address came from the
- * host's first affine block. The next such request then makes one guarded transaction and no read.
+ * host's first affine block. The next such request (or the agent's next batch) then makes one guarded
+ * transaction and no read.
  */
 interface Steady {
   readonly setup: FamilySetup
@@ -399,82 +416,96 @@ interface Steady {
 
 /** A setup with more guards (five plus one per pool and reservation) is not kept: a long transaction. */
 const MAX_STEADY_GUARDS = 40
+/** Requests served by one steady transaction at most (their handles are guarded too, within etcd's 128). */
+export const MAX_STEADY_REQUESTS = 64
 /** Request shapes remembered per store; the oldest is forgotten first. */
 const MAX_STEADY = 256
 const steadyByStore = new WeakMap<Store, Map<string, Steady>>()
 
-function steadySlot(args: AutoAssignArgs, family: Family, requested: string[] | undefined): string {
-  const shape = [requested, args.pools, args.namespaceLabels, args.use, args.maxBlocksPerHost]
+/** What identifies a request's shape: everything its pool selection and block choice depend on. */
+export function steadySlot(args: AutoAssignArgs, family: Family, requested: readonly string[] | undefined): string {
+  const labels = Object.entries(args.namespaceLabels ?? {}).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+  const shape = [requested ?? [], args.pools ?? [], labels, args.use ?? 'Workload', args.maxBlocksPerHost ?? 0]
   return `${family} ${args.host} ${JSON.stringify(shape)}`
 }
 
-function rememberSteady(
-  ctx: Ctx,
-  slot: string,
-  setup: FamilySetup,
-  result: FamilyResult,
-  blocksRead: readonly Cidr[],
-): void {
+/**
+ * After a full-path allocation: keep `setup` for the next request of this shape when `fromFirstOnly` (every
+ * address asked for came from the host's first affine block, the only block written), the Node existed and no
+ * block was to be given up; otherwise forget the shape.
+ */
+export function rememberSteady(ctx: Ctx, slot: string, setup: FamilySetup, fromFirstOnly: boolean): void {
   const mine = steadyByStore.get(ctx.store) ?? new Map<string, Steady>()
   steadyByStore.set(ctx.store, mine)
   mine.delete(slot)
-  const first = affineIn(setup.affinityKeys, setup.pools)[0]
-  const plain =
-    first !== undefined &&
-    setup.nodeExists &&
-    setup.deselected.length === 0 &&
-    result.ips.length === result.requested &&
-    blocksRead.length === 1 &&
-    sameCidr(blocksRead[0]!, first.cidr) &&
-    setup.guards.length <= MAX_STEADY_GUARDS
-  if (!plain) return
+  const first = firstAffine(setup)
+  if (!first || !fromFirstOnly || !setup.nodeExists || setup.deselected.length > 0) return
+  if (setup.guards.length > MAX_STEADY_GUARDS) return
   const blockKey = keys.block(first.cidr)
   if (!lastWritten(ctx.store, blockKey)) return
   mine.set(slot, {setup, blockKey, guards: [...setup.guards, guardFor(first.key, setup.ahead.get(first.key))]})
   if (mine.size > MAX_STEADY) mine.delete(mine.keys().next().value!)
 }
 
+/** The host's first affine block in the allowed pools: the one every request tries first. */
+export const firstAffine = (setup: FamilySetup): Affine | undefined => affineIn(setup.affinityKeys, setup.pools)[0]
+
+/** One request of a steady-state transaction: `count` addresses for `handle`, with `attrs`. */
+export interface SteadyRequest {
+  readonly handle?: string
+  readonly attrs?: Record<string, string>
+  readonly count: number
+}
+
 /**
- * Allocate as the previous request of this shape did, without reading: from the block as this process last wrote
- * it, in one transaction guarded on everything that request read (`FamilySetup.guards`), on the block's revision
- * and on the handle being absent. A lost guard means something changed: false, and the caller takes the full
- * path, which reads everything again. So a commit here decides exactly what the full path would have decided.
+ * Serve `requests` of host `host` as the previous request of this shape was served, without reading: from the
+ * block as this process last wrote it, in one transaction guarded on everything that request read
+ * (`FamilySetup.guards`), on the block's revision and on each handle (absent, or as this process last wrote it).
+ * All or nothing: undefined when there is no steady state, the block cannot hold every request in full, or a
+ * guard was lost (something changed); the caller then takes the full path, which reads everything again. So a
+ * commit here decides exactly what the full path would have decided.
  */
-async function steadyAssign(
+export async function steadyAssign(
   ctx: Ctx,
-  args: AutoAssignArgs,
+  host: string,
   slot: string,
-  result: FamilyResult,
-  progress: () => Committed,
-): Promise<boolean> {
+  requests: readonly SteadyRequest[],
+  /** What is committed so far, for a stop between transactions; undefined: no stop point here (the agent's batch). */
+  progress?: () => Committed,
+): Promise<AssignedIp[][] | undefined> {
   const mine = steadyByStore.get(ctx.store)
   const steady = mine?.get(slot)
-  if (!mine || !steady) return false
+  if (!mine || !steady || requests.length > MAX_STEADY_REQUESTS) return undefined
   mine.delete(slot) // kept again only by a success
-  const kv = lastWritten(ctx.store, steady.blockKey)
-  const loaded = blockFrom(ctx, kv, steady.setup.cfg.ipCooldownSeconds)
-  if (!loaded || loaded.block.affinity !== `host:${args.host}`) return false
+  const loaded = blockFrom(ctx, lastWritten(ctx.store, steady.blockKey), steady.setup.cfg.ipCooldownSeconds)
+  if (!loaded || loaded.block.affinity !== `host:${host}`) return undefined
   const block = loaded.block
-  const attr = ownerAttribute(args.host, args.handle, args.attrs)
-  const taken = takeOrdinals(block, result.requested, attr, steady.setup.reserved.skipFor(block.cidr))
-  // A block that cannot hold the whole request: the full path decides (the next block, or a claim).
-  if (taken.length < result.requested) return false
+  const skip = steady.setup.reserved.skipFor(block.cidr)
+  const taken: number[][] = []
+  for (const r of requests) {
+    const got = takeOrdinals(block, r.count, ownerAttribute(host, r.handle, r.attrs), skip)
+    // A block that cannot hold every request: the full path decides (the next block, or a claim).
+    if (got.length < r.count) return undefined
+    taken.push(got)
+  }
   const batch = new WriteBatch(ctx)
   for (const g of steady.guards) batch.require(g)
-  // A handle this process wrote last (the other family of the same request) is guarded at that write; any other
-  // on being absent, as a new pod's handle is.
-  if (args.handle !== undefined) batch.knownHandle(args.handle, lastWritten(ctx.store, keys.handle(args.handle)))
-  batch.putBlock(block, loaded.kv).countHandle(args.handle, block.cidr, taken.length)
-  await checkpoint(ctx, progress())
+  batch.putBlock(block, loaded.kv)
+  for (const [i, r] of requests.entries()) {
+    // A handle this process wrote last (e.g. the other family of the same request) is guarded at that write;
+    // any other on being absent, as a new pod's handle is.
+    if (r.handle !== undefined) batch.knownHandle(r.handle, lastWritten(ctx.store, keys.handle(r.handle)))
+    batch.countHandle(r.handle, block.cidr, taken[i]!.length)
+  }
+  if (progress) await checkpoint(ctx, progress())
   try {
     await batch.commit()
   } catch (err) {
-    if (err instanceof RevisionConflict) return false
+    if (err instanceof RevisionConflict) return undefined
     throw err
   }
-  result.ips.push(...assignedIps(block, taken))
   mine.set(slot, steady)
-  return true
+  return taken.map((t) => assignedIps(block, t))
 }
 
 class FamilyJob {

@@ -17,6 +17,9 @@ import {
   familySetup,
   type FamilySetup,
   ownerAttribute,
+  rememberSteady,
+  steadyAssign,
+  steadySlot,
   validateRequest,
 } from './autoassign.js'
 import {takeOrdinals} from './block.js'
@@ -118,10 +121,28 @@ export async function autoAssignBatch(
 
 /** Serve what the group's confirmed affine blocks can, in affinity key order. */
 async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks): Promise<void> {
+  const args = group[0]!.args
+  const requested = f === 4 ? args.pools4 : args.pools6
+  // The steady state (docs/design.md#steady-state-allocation): the whole group in one transaction, no read.
+  const slot = steadySlot(args, f, requested)
+  const waiting = group.filter((it) => it.error === undefined && remaining(it, f) > 0 && !it.finished.has(f))
+  if (waiting.length === 0) return
+  const reqs = waiting.map((it) => ({handle: it.args.handle, attrs: it.args.attrs, count: remaining(it, f)}))
+  try {
+    const served = await steadyAssign(ctx, args.host, slot, reqs)
+    if (served) {
+      for (const [i, it] of waiting.entries()) it.result[f].ips.push(...served[i]!)
+      hooks.onBlockTxn?.(waiting.length)
+      return
+    }
+  } catch (err) {
+    for (const it of waiting) it.error = err
+    return
+  }
   let setup: FamilySetup
   try {
     const handles = group.slice(0, MAX_HANDLES_PER_TXN).map((it) => it.args.handle)
-    setup = await familySetup(ctx, group[0]!.args, f, f === 4 ? group[0]!.args.pools4 : group[0]!.args.pools6, handles)
+    setup = await familySetup(ctx, args, f, requested, handles)
   } catch (err) {
     for (const it of group) it.error = err
     return
@@ -131,6 +152,7 @@ async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks):
   // What the setup request read, usable by the first block attempt only: any write may change it.
   const ahead = new Map(setup.ahead)
   const used: Cidr[] = []
+  let fromFirstOnly = false
   for (const a of affineIn(setup.affinityKeys, setup.pools)) {
     used.push(a.cidr)
     const pending = group.filter((it) => it.error === undefined && remaining(it, f) > 0 && !it.finished.has(f))
@@ -143,11 +165,12 @@ async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks):
         for (const it of chunk) it.error = err
       }
     }
+    if (used.length === 1) fromFirstOnly = group.every((it) => it.error === undefined && remaining(it, f) === 0)
   }
-  rememberBlocks(ctx.store, group[0]!.args.host, f, used)
+  rememberBlocks(ctx.store, args.host, f, used)
+  rememberSteady(ctx, slot, setup, fromFirstOnly)
   // As autoAssign: the Node record is created on first use, once something was allocated for it.
-  if (allocated && !setup.nodeExists)
-    await ensureNode(ctx.store, group[0]!.args.host, ctx.clock.now(), {seenAbsent: true})
+  if (allocated && !setup.nodeExists) await ensureNode(ctx.store, args.host, ctx.clock.now(), {seenAbsent: true})
 }
 
 /**

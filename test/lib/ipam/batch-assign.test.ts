@@ -49,7 +49,7 @@ for (const [name, open] of [
   ['sqlite', sqlite.open],
 ] as const) {
   describe(`autoAssignBatch (${name})`, () => {
-    it('a batch for a host it served before is two datastore requests: one read (handles and block included) and one transaction', async () => {
+    it('a batch for a host it served before is two datastore requests: one read (handles and block included) and one transaction; then one transaction (the steady state)', async () => {
       const {ctx, store} = await setup(open)
       addrs(await autoAssignBatch(ctx, [req('warm')]))
       const calls = () => Object.values(store.counts.calls).reduce((a, b) => a + b, 0)
@@ -63,12 +63,14 @@ for (const [name, open] of [
           ),
         )
         assert.equal(out.flat().length, n)
+        // The first batch after the claim reads; the next is served by the steady state (steady-assign.test.ts).
+        const reads = n === 1 ? 1 : 0
         assert.equal(
           calls() - total,
-          2,
+          reads + 1,
           `requests for a batch of ${n}: ${JSON.stringify(store.counts.calls)} (before ${JSON.stringify(before)})`,
         )
-        assert.equal(store.counts.calls.read - before.read, 1)
+        assert.equal(store.counts.calls.read - before.read, reads)
         assert.equal(store.counts.calls.txn - before.txn, 1)
       }
       await assertInvariants(store)

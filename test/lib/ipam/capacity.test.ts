@@ -142,7 +142,8 @@ describe('simulateCluster agrees with planCapacity', () => {
     assert.equal(sim.allocations, 100 + 20 + 20)
     assert.equal(sim.podsDeleted, 20 + 20)
     assert.equal(sim.failedAllocations, 0)
-    assert.ok(sim.datastoreCallsPerAllocation >= 2 && sim.datastoreCallsPerAllocation < 4)
+    // One transaction per allocation in a node's steady state, a read and more for each claim and its first use.
+    assert.ok(sim.datastoreCallsPerAllocation > 1 && sim.datastoreCallsPerAllocation < 3)
   })
 
   test('batched starts (the agent path) give the same outcome', async () => {

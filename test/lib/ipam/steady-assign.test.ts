@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import {describe, it} from 'node:test'
 import {autoAssign} from '../../../src/lib/ipam/autoassign.ts'
+import {autoAssignBatch} from '../../../src/lib/ipam/batch-assign.ts'
 import {makeCtx} from '../../../src/lib/ipam/context.ts'
 import {createPools, setPoolDisabled} from '../../../src/lib/ipam/pool-admin.ts'
 import {releaseIps} from '../../../src/lib/ipam/release.ts'
@@ -120,6 +121,30 @@ describe('steady-state allocation', () => {
     assert.deepEqual(s.store.requests, ['txn', 'read', 'txn'])
     const all = [...s.got, ...theirs.v4.ips.map((ip) => ip.address)]
     assert.equal(new Set(all).size, all.length, `duplicates in ${all.join(' ')}`)
+    await assertInvariants(s.inner)
+  })
+
+  it("the agent's batches: one transaction per batch, and a change in between honoured the same way", async () => {
+    const s = await steady()
+    const batch = async (tag: string, n: number) => {
+      s.store.requests.length = 0
+      const reqs = Array.from({length: n}, (_, i) => ({host: 'me', num4: 1, num6: 0, handle: `${tag}-${i}`}))
+      const out = await autoAssignBatch(s.ctx, reqs)
+      for (const o of out) {
+        assert.ok('ok' in o)
+        s.got.push(...o.ok.v4.ips.map((ip) => ip.address))
+      }
+    }
+    await batch('b1', 4)
+    assert.deepEqual(s.store.requests, ['txn'], 'a batch from the steady state is one transaction')
+    const next = plus(s.got[0]!, s.got.length)
+    await createReservation(makeCtx(s.inner), {name: 'r', reservedCIDRs: [`${next}/32`]})
+    await batch('b2', 2)
+    assert.deepEqual(s.store.requests, ['txn', 'read', 'txn'], 'the lost guard sends it through a full read')
+    assert.ok(!s.got.includes(next), `${next} is reserved`)
+    await batch('b3', 3)
+    assert.deepEqual(s.store.requests, ['txn'])
+    assert.equal(new Set(s.got).size, s.got.length)
     await assertInvariants(s.inner)
   })
 
