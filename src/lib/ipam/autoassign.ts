@@ -408,7 +408,9 @@ async function assignFamily(
  * transaction and no read.
  */
 interface Steady {
-  readonly setup: FamilySetup
+  /** What the setup read that the allocation itself uses (not what it read ahead: only the block is needed). */
+  readonly cooldownSeconds: number
+  readonly reserved: ReservedMatcher
   /** The setup's guards and that of the affinity of the block. */
   readonly guards: readonly Condition[]
   readonly blockKey: string
@@ -443,7 +445,12 @@ export function rememberSteady(ctx: Ctx, slot: string, setup: FamilySetup, fromF
   if (setup.guards.length > MAX_STEADY_GUARDS) return
   const blockKey = keys.block(first.cidr)
   if (!lastWritten(ctx.store, blockKey)) return
-  mine.set(slot, {setup, blockKey, guards: [...setup.guards, guardFor(first.key, setup.ahead.get(first.key))]})
+  mine.set(slot, {
+    cooldownSeconds: setup.cfg.ipCooldownSeconds,
+    reserved: setup.reserved,
+    blockKey,
+    guards: [...setup.guards, guardFor(first.key, setup.ahead.get(first.key))],
+  })
   if (mine.size > MAX_STEADY) mine.delete(mine.keys().next().value!)
 }
 
@@ -477,10 +484,10 @@ export async function steadyAssign(
   const steady = mine?.get(slot)
   if (!mine || !steady || requests.length > MAX_STEADY_REQUESTS) return undefined
   mine.delete(slot) // kept again only by a success
-  const loaded = blockFrom(ctx, lastWritten(ctx.store, steady.blockKey), steady.setup.cfg.ipCooldownSeconds)
+  const loaded = blockFrom(ctx, lastWritten(ctx.store, steady.blockKey), steady.cooldownSeconds)
   if (!loaded || loaded.block.affinity !== `host:${host}`) return undefined
   const block = loaded.block
-  const skip = steady.setup.reserved.skipFor(block.cidr)
+  const skip = steady.reserved.skipFor(block.cidr)
   const taken: number[][] = []
   for (const r of requests) {
     const got = takeOrdinals(block, r.count, ownerAttribute(host, r.handle, r.attrs), skip)

@@ -179,8 +179,9 @@ export class WriteBatch {
 /**
  * Blocks and handles remembered per store, the least recently written forgotten first: a node's allocator rewrites
  * its few blocks on every allocation, so they stay; a handle is needed only until the same request's next family.
+ * At most about 10 MB even when every entry is a full /26 block of long attributes (a GC pass over many blocks).
  */
-const MAX_WRITTEN = 4096
+const MAX_WRITTEN = 1024
 const written = new WeakMap<Store, Map<string, KeyValue>>()
 const REMEMBERED = [keys.blockPrefix(), keys.handlePrefix()]
 
