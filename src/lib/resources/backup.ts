@@ -17,7 +17,7 @@ import {formatCidr} from '../net/cidr.js'
 import {randomUuid} from '../random.js'
 import {CALICO_PREFIX} from '../store/admin.js'
 import {isKeySegment, keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
-import {MemoryStore} from '../store/memory.js'
+import {compareKeys, MemoryStore} from '../store/memory.js'
 import {eachAtOnce, type KeyValue, type Scan, type Store, type WriteOp} from '../store/store.js'
 
 const RESOURCES = '/calico/resources/v3/projectcalico.org/'
@@ -130,9 +130,18 @@ const isHandle = (key: string): boolean =>
   key.startsWith(keys.handlePrefix()) && !parseBlockKey(key) && !parseAffinityKey(key)
 
 /**
+ * The subtrees that hold nearly every key of a large store (one WorkloadEndpoint, one handle per pod; blocks and
+ * affinities): their keys are learnt while their values are read for the file, not listed beforehand.
+ */
+const BULK = [`${RESOURCES}workloadendpoints/`, keys.blockPrefix(), keys.handlePrefix(), `${IPAM}host/`]
+const inBulk = (key: string): boolean => BULK.some((p) => key.startsWith(p))
+
+/**
  * Everything under /calico/, from one snapshot of the store (`eachAtOnce`), written to `write` piece by piece as
  * it is read, so that a List of 500,000 WorkloadEndpoints is never held, as objects or as text. First the keys
- * (which kinds exist, which keys the format has no place for), then each part's values in the file's order.
+ * outside the BULK subtrees (which kinds exist, which keys the format has no place for), then each part's values
+ * in the file's order; the keys of the BULK subtrees are classified as their values are read. With progress, the
+ * BULK subtrees are counted first (cheaply: no key is read), so that the bar has its total.
  */
 export async function writeExport(
   store: Store,
@@ -170,6 +179,7 @@ export async function writeExport(
       yield {
         prefix,
         visit: (kv) => {
+          if (inBulk(kv.key)) classify(kv.key)
           if (!accept(kv.key)) return
           out.push(n++ === 0 ? `${member(name)}[\n    ` : ',\n    ')
           out.push(indentJson(ipamEntry(kv), '  ', '    '))
@@ -179,7 +189,8 @@ export async function writeExport(
   }
 
   function* scans(): Generator<Scan> {
-    yield {prefix: CALICO_PREFIX, keysOnly: true, visit: (kv) => classify(kv.key)}
+    if (opts.onProgress) for (const prefix of BULK) yield {prefix, count: () => {}}
+    yield {prefix: CALICO_PREFIX, keysOnly: true, except: BULK, visit: (kv) => classify(kv.key)}
     const ordered = [
       ...V3_KINDS.map(([p]) => p),
       ...[...plurals].filter((p) => !V3_KINDS.some(([q]) => q === p)).sort(),
@@ -187,11 +198,12 @@ export async function writeExport(
     for (const plural of ordered) {
       out.push('apiVersion: projectcalico.org/v3\n')
       let first: string | undefined
-      if (plurals.has(plural))
+      if (plurals.has(plural) || inBulk(`${RESOURCES}${plural}/`))
         yield {
           prefix: `${RESOURCES}${plural}`,
           visit: (kv) => {
             if (pluralOfKey(kv.key) !== plural) return
+            if (inBulk(kv.key)) classify(kv.key)
             if (first === undefined) {
               out.push('items:\n')
               first = kv.value
@@ -238,24 +250,36 @@ export async function writeExport(
   }
   await eachAtOnce(store, opts.onProgress ? withProgress(scans(), opts.onProgress) : scans())
   out.flush()
-  return {counts, skipped}
+  // In key order, as one listing of /calico/ would give them (those of the BULK subtrees were found later).
+  return {counts, skipped: skipped.sort(compareKeys)}
 }
 
 /**
- * The export's scans, counting: the first one lists every key (its count is the total), the others read the
- * values the file holds. A prefix can also hold keys of a longer kind name that its visit skips, so the count
+ * The export's scans, counting: the counted subtrees and the listed keys make the total, then the others read
+ * the values the file holds. A prefix can also hold keys of a longer kind name that its visit skips, so the count
  * may pass the total: the total grows with it.
  */
 function* withProgress(
   scans: Iterable<Scan>,
   onProgress: (phase: string, done: number, total: number) => void,
 ): Generator<Scan> {
+  let counted = 0
   let listed = 0
   let read = 0
-  let first = true
   for (const s of scans) {
+    if ('count' in s) {
+      const count = s.count
+      yield {
+        ...s,
+        count: (n) => {
+          count(n)
+          counted += n
+        },
+      }
+      continue
+    }
     const visit = s.visit
-    if (first)
+    if (s.keysOnly)
       yield {
         ...s,
         visit: (kv) => {
@@ -268,10 +292,9 @@ function* withProgress(
         ...s,
         visit: (kv) => {
           visit(kv)
-          onProgress('Exporting', ++read, Math.max(read, listed))
+          onProgress('Exporting', ++read, Math.max(read, counted + listed))
         },
       }
-    first = false
   }
 }
 
