@@ -4,7 +4,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import {compactJson, encodeJson, indentJson, parseJson, rawMembers} from '../codec/gojson.js'
-import {loadYaml, yamlListItem} from '../codec/yaml.js'
+import {loadYaml, yamlListItem, yamlListItemOfJson} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import {letSignalsIn} from '../interrupt.js'
 import {decodeBlock} from '../ipam/block.js'
@@ -76,8 +76,15 @@ export interface ExportResult extends ExportSummary {
   text: string
 }
 
-/** One v3 object of the export: its local metadata stripped, as upstream's export does. */
+const STRIPPED = {member: 'metadata', keys: LOCAL_METADATA}
+
+/**
+ * One v3 object of the export: its local metadata stripped, as upstream's export does. Written from the stored
+ * text when yamlListItemOfJson can (the common resource), else parsed and written by yamlListItem.
+ */
 function exportedItem(kv: KeyValue): string {
+  const direct = yamlListItemOfJson(kv.value, STRIPPED)
+  if (direct !== undefined) return direct
   const obj = parseJson(kv.value) as Obj
   if (isObj(obj.metadata)) for (const k of LOCAL_METADATA) delete obj.metadata[k]
   return yamlListItem(obj)
