@@ -132,9 +132,22 @@ const pluralOfKey = (key: string): string => {
 }
 
 const CLUSTER_INFO_KEY = `${RESOURCES}${CLUSTER_INFO}/default`
-const isAffinity = (key: string): boolean => !parseBlockKey(key) && parseAffinityKey(key) !== undefined
-const isHandle = (key: string): boolean =>
-  key.startsWith(keys.handlePrefix()) && !parseBlockKey(key) && !parseAffinityKey(key)
+const HANDLES = keys.handlePrefix()
+
+/** Where a key under /calico/ belongs in the file; `skipped`: nowhere. */
+type Part = 'resource' | 'clusterInfo' | 'block' | 'affinity' | 'handle' | 'config' | 'skipped'
+
+function partOf(key: string): Part {
+  if (key.startsWith(RESOURCES)) {
+    if (pluralOfKey(key) !== CLUSTER_INFO) return 'resource'
+    return key === CLUSTER_INFO_KEY ? 'clusterInfo' : 'skipped'
+  }
+  // Before the block and affinity patterns, which no key under the handle prefix can match.
+  if (key.startsWith(HANDLES)) return 'handle'
+  if (parseBlockKey(key)) return 'block'
+  if (parseAffinityKey(key)) return 'affinity'
+  return key === keys.ipamConfig() ? 'config' : 'skipped'
+}
 
 /**
  * The subtrees that hold nearly every key of a large store (one WorkloadEndpoint, one handle per pod; blocks and
@@ -160,34 +173,30 @@ export async function writeExport(
   const skipped: string[] = []
   const plurals = new Set<string>()
   let hasClusterInfo = false
-  const classify = (key: string) => {
-    if (key.startsWith(RESOURCES)) {
-      const plural = pluralOfKey(key)
-      if (plural === CLUSTER_INFO) {
-        if (key === CLUSTER_INFO_KEY) hasClusterInfo = true
-        else skipped.push(key)
-        return
-      }
-      plurals.add(plural)
+  const classify = (key: string, part: Part) => {
+    if (part === 'resource') {
+      plurals.add(pluralOfKey(key))
       counts.resources++
-    } else if (parseBlockKey(key)) counts.blocks++
-    else if (parseAffinityKey(key)) counts.affinities++
-    else if (key.startsWith(keys.handlePrefix())) counts.handles++
-    else if (key === keys.ipamConfig()) counts.config = 1
+    } else if (part === 'clusterInfo') hasClusterInfo = true
+    else if (part === 'block') counts.blocks++
+    else if (part === 'affinity') counts.affinities++
+    else if (part === 'handle') counts.handles++
+    else if (part === 'config') counts.config = 1
     else skipped.push(key)
   }
 
   // The IPAM object, laid out as indentJson lays out the whole of it: each entry is indented on its own.
   let ipamMembers = 0
   const member = (name: string) => `${ipamMembers++ === 0 ? '\n' : ',\n'}  ${encodeJson(name)}: `
-  function* ipamArray(name: string, prefixes: string[], accept: (key: string) => boolean): Generator<Scan> {
+  function* ipamArray(name: string, prefixes: string[], part: Part): Generator<Scan> {
     let n = 0
     for (const prefix of prefixes)
       yield {
         prefix,
         visit: (kv) => {
-          if (inBulk(kv.key)) classify(kv.key)
-          if (!accept(kv.key)) return
+          const p = partOf(kv.key)
+          if (inBulk(kv.key)) classify(kv.key, p)
+          if (p !== part) return
           out.push(n++ === 0 ? `${member(name)}[\n    ` : ',\n    ')
           out.push(indentJson(ipamEntry(kv), '  ', '    '))
         },
@@ -197,7 +206,7 @@ export async function writeExport(
 
   function* scans(): Generator<Scan> {
     if (opts.onProgress) for (const prefix of BULK) yield {prefix, count: () => {}}
-    yield {prefix: CALICO_PREFIX, keysOnly: true, except: BULK, visit: (kv) => classify(kv.key)}
+    yield {prefix: CALICO_PREFIX, keysOnly: true, except: BULK, visit: (kv) => classify(kv.key, partOf(kv.key))}
     const ordered = [
       ...V3_KINDS.map(([p]) => p),
       ...[...plurals].filter((p) => !V3_KINDS.some(([q]) => q === p)).sort(),
@@ -210,7 +219,7 @@ export async function writeExport(
           prefix: `${RESOURCES}${plural}`,
           visit: (kv) => {
             if (pluralOfKey(kv.key) !== plural) return
-            if (inBulk(kv.key)) classify(kv.key)
+            if (inBulk(kv.key)) classify(kv.key, 'resource')
             if (first === undefined) {
               out.push('items:\n')
               first = kv.value
@@ -243,9 +252,9 @@ export async function writeExport(
         },
       }
     out.push(`${SECTION}${info}\n${SECTION}{`)
-    yield* ipamArray('block_affinities', [`${IPAM}host/`, `${IPAM}virtual/`], isAffinity)
-    yield* ipamArray('blocks', [keys.blockPrefix()], (key) => parseBlockKey(key) !== undefined)
-    yield* ipamArray('handles', [keys.handlePrefix()], isHandle)
+    yield* ipamArray('block_affinities', [`${IPAM}host/`, `${IPAM}virtual/`], 'affinity')
+    yield* ipamArray('blocks', [keys.blockPrefix()], 'block')
+    yield* ipamArray('handles', [HANDLES], 'handle')
     if (counts.config)
       yield {
         prefix: keys.ipamConfig(),
