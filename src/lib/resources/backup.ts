@@ -98,29 +98,16 @@ function ipamEntry(kv: KeyValue): string {
 
 /** Export text is handed on in pieces of this many bytes (UTF-8). */
 const CHUNK_BYTES = 1 << 20
-/** Small strings are joined up to this many characters before they are encoded: one encoding call per batch. */
-const BATCH_CHARS = 1 << 16
 
-/** Encodes small strings into a buffer, a batch at a time, and hands it on when full: no large joined string. */
+/** Encodes small strings straight into a buffer and hands it on when full: no large joined string. */
 class Chunks {
   private buf = Buffer.allocUnsafe(CHUNK_BYTES)
   private used = 0
-  private batch = ''
   constructor(private readonly sink: (chunk: Uint8Array) => void) {}
   push(s: string): void {
-    this.batch += s
-    if (this.batch.length >= BATCH_CHARS) this.encode()
-  }
-  flush(): void {
-    this.encode()
-    this.handOn()
-  }
-  private encode(): void {
-    const s = this.batch
-    this.batch = ''
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
     if (this.used + s.length * 3 > CHUNK_BYTES) {
-      this.handOn()
+      this.flush()
       if (s.length * 3 > CHUNK_BYTES) {
         this.sink(Buffer.from(s))
         return
@@ -128,7 +115,7 @@ class Chunks {
     }
     this.used += this.buf.write(s, this.used, 'utf8')
   }
-  private handOn(): void {
+  flush(): void {
     if (this.used === 0) return
     // A new buffer each time: the sink may keep the one it was given (a pipe that is not ready yet).
     this.sink(this.buf.subarray(0, this.used))
