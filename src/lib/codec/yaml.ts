@@ -113,6 +113,7 @@ export function yamlListItem(item: unknown): string {
 /** Thrown inside yamlListItemOfJson when the text leaves the subset it writes itself. */
 const OUTSIDE = new Error('outside the subset')
 /** A JSON string's characters that need no decoding (no escape) and are allowed raw (no control character). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const ESCAPE_FREE = /^[^\\\u0000-\u001f]*$/
 
 /**

@@ -152,8 +152,9 @@ export interface Store {
   /**
    * Optional: several scans, one after the other, all of ONE snapshot of the store (as `read` is), each streamed
    * as `each` streams. `scans` is iterated lazily, so a later scan may depend on what the earlier ones visited
-   * (`datastore export` first reads the keys, then the values it needs in its own order). Call it through
-   * `eachAtOnce`, which falls back to `each`/`list` per scan for stores without it.
+   * (`datastore export` first lists the keys outside its bulk subtrees, then reads the values in its own order).
+   * Call it through `eachAtOnce`, which falls back to `each`/`list` per scan for stores without it (a count scan
+   * is then a keys-only walk, and `except` a filter).
    */
   eachAtOnce?(scans: Iterable<Scan>): Promise<void>
   /** All ops apply atomically iff every condition holds. */
