@@ -104,7 +104,7 @@ function asciiPrefix(s: string): boolean {
  * ASCII prefixes rangesOutside accepts, where UTF-16 order (JavaScript's `<`) and byte order (SQLite's and
  * etcd's) agree on every comparison with it.
  */
-export function prefixEnd(prefix: string): string {
+function prefixEnd(prefix: string): string {
   if (!asciiPrefix(prefix)) throw new Error(`internal: ${JSON.stringify(prefix)} is not an ASCII prefix`)
   return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
 }
