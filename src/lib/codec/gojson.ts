@@ -267,7 +267,9 @@ export function rawMembers(text: string): {key: string; text: string}[] {
 
 /** The JSON text without insignificant whitespace (Go's json.Compact). */
 export function compactJson(text: string): string {
-  // Runs of text between whitespace are copied whole: stored values are mostly compact already.
+  // Stored values are mostly compact already: a native search says so without a walk.
+  if (!JSON_SPACE.test(text)) return text
+  // Runs of text between whitespace are copied whole.
   let out = ''
   let run = 0
   const n = text.length
@@ -282,15 +284,20 @@ export function compactJson(text: string): string {
   return run === 0 ? text : out + text.slice(run)
 }
 
+/** Whitespace JSON allows between tokens (and strings may hold): none means the text is compact. */
+const JSON_SPACE = /[ \t\n\r]/
+
 /** The index just after the JSON string that starts at `i` (its end, if it is unterminated). */
 function stringEnd(text: string, i: number): number {
-  const n = text.length
-  for (i++; i < n; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 34) return i + 1
-    if (c === 92) i++
+  for (;;) {
+    // The next quote ends the string unless an odd run of backslashes escapes it.
+    const q = text.indexOf('"', i + 1)
+    if (q < 0) return text.length
+    let b = q - 1
+    while (text.charCodeAt(b) === 92) b--
+    if ((q - 1 - b) % 2 === 0) return q + 1
+    i = q
   }
-  return n
 }
 
 /**
@@ -303,8 +310,10 @@ export function indentJson(compact: string, indent = '  ', prefix = ''): string 
   let out = ''
   let run = 0
   let depth = 0
+  // One string per depth, made once: a block's entry has hundreds of lines.
+  const lines: string[] = []
+  const newline = () => (lines[depth] ??= `\n${prefix}${indent.repeat(depth)}`)
   const n = compact.length
-  const newline = () => `\n${prefix}${indent.repeat(depth)}`
   for (let i = 0; i < n; ) {
     const c = compact.charCodeAt(i)
     if (c === 34) {

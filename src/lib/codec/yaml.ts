@@ -110,6 +110,172 @@ export function yamlListItem(item: unknown): string {
   return text.slice(head.length, text.length - tail.length)
 }
 
+/** Thrown inside yamlListItemOfJson when the text leaves the subset it writes itself. */
+const OUTSIDE = new Error('outside the subset')
+/** A JSON string's characters that need no decoding (no escape) and are allowed raw (no control character). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+const ESCAPE_FREE = /^[^\\\u0000-\u001f]*$/
+
+/**
+ * yamlListItem of the object a JSON text holds, less the `drop.keys` members of its `drop.member` object (as
+ * `datastore export` strips local metadata), written straight from the text: no object is built. Only for what
+ * yamlListItem writes itself: objects whose keys are plain and do not start with a digit (which JSON.parse would
+ * put first), no duplicate keys, arrays of scalars and objects, strings that are plain with no escape in the text,
+ * integers of at most 15 digits (not -0), true, false, null, and no empty object at the top. Undefined for
+ * anything else, including any text JSON.parse would refuse: the caller parses it and calls yamlListItem.
+ */
+export function yamlListItemOfJson(
+  text: string,
+  drop?: {readonly member: string; readonly keys: readonly string[]},
+): string | undefined {
+  const t = new JsonToYaml(text, drop)
+  try {
+    t.ws()
+    if (text.charCodeAt(t.i) !== 123) return undefined
+    if (t.object('    ', '  - ', true, false) === 0) return undefined
+    t.ws()
+    return t.i === text.length ? t.out : undefined
+  } catch (err) {
+    if (err === OUTSIDE) return undefined
+    throw err
+  }
+}
+
+/** yamlListItemOfJson's reader: a position in the text and the lines written so far. */
+class JsonToYaml {
+  i = 0
+  out = ''
+  constructor(
+    private readonly text: string,
+    private readonly drop: {readonly member: string; readonly keys: readonly string[]} | undefined,
+  ) {}
+
+  ws(): void {
+    for (;;) {
+      const c = this.text.charCodeAt(this.i)
+      if (c === 32 || c === 10 || c === 13 || c === 9) this.i++
+      else return
+    }
+  }
+
+  /**
+   * The characters of a string at its opening quote, up to the next quote: callers accept only strings whose
+   * characters are plain (so no escape, and that quote ends the string) or check them (dropped members).
+   */
+  rawString(): string {
+    const start = this.i + 1
+    const end = this.text.indexOf('"', start)
+    if (end < 0) throw OUTSIDE
+    this.i = end + 1
+    return this.text.slice(start, end)
+  }
+
+  scalar(): string {
+    const text = this.text
+    const c = text.charCodeAt(this.i)
+    if (c === 34) {
+      const s = this.rawString()
+      if (!plainString(s, false)) throw OUTSIDE
+      return s
+    }
+    const word = c === 116 ? 'true' : c === 102 ? 'false' : c === 110 ? 'null' : undefined
+    if (word !== undefined) {
+      if (!text.startsWith(word, this.i)) throw OUTSIDE
+      this.i += word.length
+      return word
+    }
+    const start = this.i
+    let i = start
+    if (c === 45) i++
+    const digits = i
+    for (;;) {
+      const d = text.charCodeAt(i)
+      if (d >= 48 && d <= 57) i++
+      else break
+    }
+    const len = i - digits
+    const lead0 = text.charCodeAt(digits) === 48
+    // A fraction or an exponent after the digits is refused by the caller, which wants a separator there.
+    if (len === 0 || len > 15 || (lead0 && (len > 1 || c === 45))) throw OUTSIDE
+    this.i = i
+    return text.slice(start, i)
+  }
+
+  /** The members of the object at `{`, as mapLines writes them; how many were written. */
+  object(indent: string, first: string, top: boolean, dropping: boolean): number {
+    const text = this.text
+    this.i++
+    this.ws()
+    if (text.charCodeAt(this.i) === 125) {
+      this.i++
+      return 0
+    }
+    let lead = first
+    let lines = 0
+    const seen: string[] = []
+    for (;;) {
+      if (text.charCodeAt(this.i) !== 34) throw OUTSIDE
+      // Checked below (plain, or an escape-free dropped one) before it is used.
+      const k = this.rawString()
+      if (seen.includes(k)) throw OUTSIDE
+      seen.push(k)
+      this.ws()
+      if (text.charCodeAt(this.i) !== 58) throw OUTSIDE
+      this.i++
+      this.ws()
+      const c = text.charCodeAt(this.i)
+      if (dropping && this.drop!.keys.includes(k)) {
+        // A dropped member is only checked: a string without escapes is all it ever holds in a stored resource.
+        if (c !== 34 || !ESCAPE_FREE.test(this.rawString())) throw OUTSIDE
+      } else {
+        const k0 = k.charCodeAt(0)
+        if ((k0 >= 48 && k0 <= 57) || plainScalar(k, true) === undefined) throw OUTSIDE
+        if (c === 91) this.array(indent, lead, k)
+        else if (c === 123) {
+          const mark = this.out.length
+          this.out += `${lead}${k}:\n`
+          const dropHere = top && this.drop !== undefined && k === this.drop.member
+          if (this.object(`${indent}  `, `${indent}  `, false, dropHere) === 0)
+            this.out = `${this.out.slice(0, mark)}${lead}${k}: {}\n`
+        } else this.out += `${lead}${k}: ${this.scalar()}\n`
+        lead = indent
+        lines++
+      }
+      this.ws()
+      const sep = text.charCodeAt(this.i++)
+      if (sep === 125) return lines
+      if (sep !== 44) throw OUTSIDE
+      this.ws()
+    }
+  }
+
+  /** The array at `[`, the value of `key`, as mapLines writes it. */
+  array(indent: string, lead: string, key: string): void {
+    const text = this.text
+    this.i++
+    this.ws()
+    if (text.charCodeAt(this.i) === 93) {
+      this.i++
+      this.out += `${lead}${key}: []\n`
+      return
+    }
+    this.out += `${lead}${key}:\n`
+    const inner = `${indent}  `
+    for (;;) {
+      const e = text.charCodeAt(this.i)
+      if (e === 123) {
+        if (this.object(`${inner}  `, `${inner}- `, false, false) === 0) this.out += `${inner}- {}\n`
+      } else if (e === 91) throw OUTSIDE
+      else this.out += `${inner}- ${this.scalar()}\n`
+      this.ws()
+      const sep = text.charCodeAt(this.i++)
+      if (sep === 93) return
+      if (sep !== 44) throw OUTSIDE
+      this.ws()
+    }
+  }
+}
+
 const SIMPLE_LINE = /^( *)([^ :]+):(?: (.*))?$/
 /**
  * Reading also takes `,` inside a plain value (a list of etcd endpoints) and `/` first (a path), which the writer

@@ -4,7 +4,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import {compactJson, encodeJson, indentJson, parseJson, rawMembers} from '../codec/gojson.js'
-import {loadYaml, yamlListItem} from '../codec/yaml.js'
+import {loadYaml, yamlListItem, yamlListItemOfJson} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import {letSignalsIn} from '../interrupt.js'
 import {decodeBlock} from '../ipam/block.js'
@@ -17,7 +17,7 @@ import {formatCidr} from '../net/cidr.js'
 import {randomUuid} from '../random.js'
 import {CALICO_PREFIX} from '../store/admin.js'
 import {isKeySegment, keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
-import {MemoryStore} from '../store/memory.js'
+import {compareKeys, MemoryStore} from '../store/memory.js'
 import {eachAtOnce, type KeyValue, type Scan, type Store, type WriteOp} from '../store/store.js'
 
 const RESOURCES = '/calico/resources/v3/projectcalico.org/'
@@ -76,8 +76,15 @@ export interface ExportResult extends ExportSummary {
   text: string
 }
 
-/** One v3 object of the export: its local metadata stripped, as upstream's export does. */
+const STRIPPED = {member: 'metadata', keys: LOCAL_METADATA}
+
+/**
+ * One v3 object of the export: its local metadata stripped, as upstream's export does. Written from the stored
+ * text when yamlListItemOfJson can (the common resource), else parsed and written by yamlListItem.
+ */
 function exportedItem(kv: KeyValue): string {
+  const direct = yamlListItemOfJson(kv.value, STRIPPED)
+  if (direct !== undefined) return direct
   const obj = parseJson(kv.value) as Obj
   if (isObj(obj.metadata)) for (const k of LOCAL_METADATA) delete obj.metadata[k]
   return yamlListItem(obj)
@@ -125,14 +132,36 @@ const pluralOfKey = (key: string): string => {
 }
 
 const CLUSTER_INFO_KEY = `${RESOURCES}${CLUSTER_INFO}/default`
-const isAffinity = (key: string): boolean => !parseBlockKey(key) && parseAffinityKey(key) !== undefined
-const isHandle = (key: string): boolean =>
-  key.startsWith(keys.handlePrefix()) && !parseBlockKey(key) && !parseAffinityKey(key)
+const HANDLES = keys.handlePrefix()
+
+/** Where a key under /calico/ belongs in the file; `skipped`: nowhere. */
+type Part = 'resource' | 'clusterInfo' | 'block' | 'affinity' | 'handle' | 'config' | 'skipped'
+
+function partOf(key: string): Part {
+  if (key.startsWith(RESOURCES)) {
+    if (pluralOfKey(key) !== CLUSTER_INFO) return 'resource'
+    return key === CLUSTER_INFO_KEY ? 'clusterInfo' : 'skipped'
+  }
+  // Before the block and affinity patterns, which no key under the handle prefix can match.
+  if (key.startsWith(HANDLES)) return 'handle'
+  if (parseBlockKey(key)) return 'block'
+  if (parseAffinityKey(key)) return 'affinity'
+  return key === keys.ipamConfig() ? 'config' : 'skipped'
+}
+
+/**
+ * The subtrees that hold nearly every key of a large store (one WorkloadEndpoint, one handle per pod; blocks and
+ * affinities): their keys are learnt while their values are read for the file, not listed beforehand.
+ */
+const BULK = [`${RESOURCES}workloadendpoints/`, keys.blockPrefix(), keys.handlePrefix(), `${IPAM}host/`]
+const inBulk = (key: string): boolean => BULK.some((p) => key.startsWith(p))
 
 /**
  * Everything under /calico/, from one snapshot of the store (`eachAtOnce`), written to `write` piece by piece as
  * it is read, so that a List of 500,000 WorkloadEndpoints is never held, as objects or as text. First the keys
- * (which kinds exist, which keys the format has no place for), then each part's values in the file's order.
+ * outside the BULK subtrees (which kinds exist, which keys the format has no place for), then each part's values
+ * in the file's order; the keys of the BULK subtrees are classified as their values are read. With progress, the
+ * BULK subtrees are counted first (cheaply: no key is read), so that the bar has its total.
  */
 export async function writeExport(
   store: Store,
@@ -144,33 +173,30 @@ export async function writeExport(
   const skipped: string[] = []
   const plurals = new Set<string>()
   let hasClusterInfo = false
-  const classify = (key: string) => {
-    if (key.startsWith(RESOURCES)) {
-      const plural = pluralOfKey(key)
-      if (plural === CLUSTER_INFO) {
-        if (key === CLUSTER_INFO_KEY) hasClusterInfo = true
-        else skipped.push(key)
-        return
-      }
-      plurals.add(plural)
+  const classify = (key: string, part: Part) => {
+    if (part === 'resource') {
+      plurals.add(pluralOfKey(key))
       counts.resources++
-    } else if (parseBlockKey(key)) counts.blocks++
-    else if (parseAffinityKey(key)) counts.affinities++
-    else if (key.startsWith(keys.handlePrefix())) counts.handles++
-    else if (key === keys.ipamConfig()) counts.config = 1
+    } else if (part === 'clusterInfo') hasClusterInfo = true
+    else if (part === 'block') counts.blocks++
+    else if (part === 'affinity') counts.affinities++
+    else if (part === 'handle') counts.handles++
+    else if (part === 'config') counts.config = 1
     else skipped.push(key)
   }
 
   // The IPAM object, laid out as indentJson lays out the whole of it: each entry is indented on its own.
   let ipamMembers = 0
   const member = (name: string) => `${ipamMembers++ === 0 ? '\n' : ',\n'}  ${encodeJson(name)}: `
-  function* ipamArray(name: string, prefixes: string[], accept: (key: string) => boolean): Generator<Scan> {
+  function* ipamArray(name: string, prefixes: string[], part: Part): Generator<Scan> {
     let n = 0
     for (const prefix of prefixes)
       yield {
         prefix,
         visit: (kv) => {
-          if (!accept(kv.key)) return
+          const p = partOf(kv.key)
+          if (inBulk(kv.key)) classify(kv.key, p)
+          if (p !== part) return
           out.push(n++ === 0 ? `${member(name)}[\n    ` : ',\n    ')
           out.push(indentJson(ipamEntry(kv), '  ', '    '))
         },
@@ -179,7 +205,8 @@ export async function writeExport(
   }
 
   function* scans(): Generator<Scan> {
-    yield {prefix: CALICO_PREFIX, keysOnly: true, visit: (kv) => classify(kv.key)}
+    if (opts.onProgress) for (const prefix of BULK) yield {prefix, count: () => {}}
+    yield {prefix: CALICO_PREFIX, keysOnly: true, except: BULK, visit: (kv) => classify(kv.key, partOf(kv.key))}
     const ordered = [
       ...V3_KINDS.map(([p]) => p),
       ...[...plurals].filter((p) => !V3_KINDS.some(([q]) => q === p)).sort(),
@@ -187,11 +214,12 @@ export async function writeExport(
     for (const plural of ordered) {
       out.push('apiVersion: projectcalico.org/v3\n')
       let first: string | undefined
-      if (plurals.has(plural))
+      if (plurals.has(plural) || inBulk(`${RESOURCES}${plural}/`))
         yield {
           prefix: `${RESOURCES}${plural}`,
           visit: (kv) => {
             if (pluralOfKey(kv.key) !== plural) return
+            if (inBulk(kv.key)) classify(kv.key, 'resource')
             if (first === undefined) {
               out.push('items:\n')
               first = kv.value
@@ -224,9 +252,9 @@ export async function writeExport(
         },
       }
     out.push(`${SECTION}${info}\n${SECTION}{`)
-    yield* ipamArray('block_affinities', [`${IPAM}host/`, `${IPAM}virtual/`], isAffinity)
-    yield* ipamArray('blocks', [keys.blockPrefix()], (key) => parseBlockKey(key) !== undefined)
-    yield* ipamArray('handles', [keys.handlePrefix()], isHandle)
+    yield* ipamArray('block_affinities', [`${IPAM}host/`, `${IPAM}virtual/`], 'affinity')
+    yield* ipamArray('blocks', [keys.blockPrefix()], 'block')
+    yield* ipamArray('handles', [HANDLES], 'handle')
     if (counts.config)
       yield {
         prefix: keys.ipamConfig(),
@@ -238,24 +266,36 @@ export async function writeExport(
   }
   await eachAtOnce(store, opts.onProgress ? withProgress(scans(), opts.onProgress) : scans())
   out.flush()
-  return {counts, skipped}
+  // In key order, as one listing of /calico/ would give them (those of the BULK subtrees were found later).
+  return {counts, skipped: skipped.sort(compareKeys)}
 }
 
 /**
- * The export's scans, counting: the first one lists every key (its count is the total), the others read the
- * values the file holds. A prefix can also hold keys of a longer kind name that its visit skips, so the count
+ * The export's scans, counting: the counted subtrees and the listed keys make the total, then the others read
+ * the values the file holds. A prefix can also hold keys of a longer kind name that its visit skips, so the count
  * may pass the total: the total grows with it.
  */
 function* withProgress(
   scans: Iterable<Scan>,
   onProgress: (phase: string, done: number, total: number) => void,
 ): Generator<Scan> {
+  let counted = 0
   let listed = 0
   let read = 0
-  let first = true
   for (const s of scans) {
+    if ('count' in s) {
+      const count = s.count
+      yield {
+        ...s,
+        count: (n) => {
+          count(n)
+          counted += n
+        },
+      }
+      continue
+    }
     const visit = s.visit
-    if (first)
+    if (s.keysOnly)
       yield {
         ...s,
         visit: (kv) => {
@@ -268,10 +308,9 @@ function* withProgress(
         ...s,
         visit: (kv) => {
           visit(kv)
-          onProgress('Exporting', ++read, Math.max(read, listed))
+          onProgress('Exporting', ++read, Math.max(read, counted + listed))
         },
       }
-    first = false
   }
 }
 

@@ -19,6 +19,7 @@ import type {
   TxnResult,
   WriteOp,
 } from './store.js'
+import {type KeyRange, rangesOutside} from './store.js'
 
 export interface EtcdConnectOptions {
   endpoints: string[]
@@ -70,6 +71,13 @@ export function prefixRangeEnd(prefix: Buffer): Buffer {
     }
   }
   return Buffer.from([0]) // every key
+}
+
+/** `win` cut at `bound` (exclusive): undefined when it starts there or later. */
+function bounded(win: KeyWindow | undefined, bound: Buffer | undefined): KeyWindow | undefined {
+  if (!win || !bound) return win
+  if (Buffer.compare(win.from, bound) >= 0) return undefined
+  return win.end !== undefined && Buffer.compare(win.end, bound) <= 0 ? win : {from: win.from, end: bound}
 }
 
 type RawKv = IRangeResponse['kvs'][number]
@@ -295,11 +303,15 @@ export class EtcdStore implements Store {
     keysOnly: boolean,
     visit: (kv: KeyValue) => void,
     start?: {page?: IRangeResponse; revision: string},
+    range?: KeyRange,
   ): Promise<string | undefined> {
-    const end = prefixRangeEnd(Buffer.from(prefix))
-    // etcd rejects an empty key; "\0" is the smallest key there is.
     const prefixBytes = Buffer.from(prefix)
-    let win: KeyWindow = {from: prefix === '' ? Buffer.from([0]) : prefixBytes}
+    // Every window ends at or before `bound`: the range's end, else the prefix's.
+    const bound = range?.to === undefined ? undefined : Buffer.from(range.to)
+    const end = bound ?? prefixRangeEnd(prefixBytes)
+    // etcd rejects an empty key; "\0" is the smallest key there is.
+    const from = range ? Buffer.from(range.from) : prefixBytes
+    let win: KeyWindow = {from: from.length === 0 ? Buffer.from([0]) : from, end: bound}
     let revision = start?.revision
     let limit = FIRST_PAGE
     let bytes = 0
@@ -332,7 +344,7 @@ export class EtcdStore implements Store {
       if (count > 0) limit = pageLimit(bytes, count)
       // The rest is read in windows of about one page each (docs/etcd-paging.md): a range to the prefix's end
       // would make etcd walk every remaining key for every page.
-      const following = nextWindow(prefixBytes, win, windowPage(r), limit)
+      const following = bounded(nextWindow(prefixBytes, win, windowPage(r), limit), bound)
       let next: Promise<typeof r> | undefined
       if (following) {
         win = following
@@ -365,8 +377,30 @@ export class EtcdStore implements Store {
   async eachAtOnce(scans: Iterable<Scan>): Promise<void> {
     // The later scans read at the first one's revision: one snapshot, as `read` gives.
     let revision: string | undefined
-    for (const s of scans)
-      revision = await this.scan(s.prefix, s.keysOnly === true, s.visit, revision ? {revision} : undefined)
+    for (const s of scans) {
+      if ('count' in s) {
+        const prefix = Buffer.from(s.prefix)
+        const r = await this.call(
+          'list',
+          (c, opt) =>
+            c.kv.range(
+              {
+                key: prefix.length === 0 ? Buffer.from([0]) : prefix,
+                range_end: prefixRangeEnd(prefix),
+                count_only: true,
+                revision,
+              },
+              opt,
+            ),
+          {read: true},
+        )
+        revision ??= r.header.revision
+        s.count(Number(r.count))
+        continue
+      }
+      for (const range of rangesOutside(s.prefix, s.except ?? []))
+        revision = await this.scan(s.prefix, s.keysOnly === true, s.visit, revision ? {revision} : undefined, range)
+    }
   }
 
   async read(req: ReadRequest): Promise<ReadResult> {

@@ -19,6 +19,7 @@ import type {
   TxnResult,
   WriteOp,
 } from './store.js'
+import {rangesOutside} from './store.js'
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000
 
@@ -83,7 +84,12 @@ export class SqliteStore implements Store {
     this.readSnapshot = (req) => reads.deferred(req)
     // One deferred transaction: SQLite's read snapshot (WAL) holds from its first read to its end.
     const scans = db.transaction((all: Iterable<Scan>): void => {
-      for (const s of all) visitRows(st, s.prefix, s.keysOnly === true, s.visit)
+      for (const s of all) {
+        if ('count' in s) s.count(countUnder(st, s.prefix))
+        else
+          for (const r of rangesOutside(s.prefix, s.except ?? []))
+            visitRows(st, s.prefix, s.keysOnly === true, s.visit, r.from, r.to)
+      }
     })
     this.scanSnapshot = (all) => scans.deferred(all)
   }
@@ -437,6 +443,7 @@ function prepareStatements(db: Database.Database) {
       .prepare('SELECT key, value, mod_revision FROM kv WHERE key >= ? ORDER BY key')
       .safeIntegers(true)
       .raw(true),
+    countRange: db.prepare('SELECT count(*) FROM kv WHERE key >= ? AND key < ?').pluck(),
     scanKeyRevisionRows: db
       .prepare('SELECT key, mod_revision FROM kv WHERE key >= ? ORDER BY key')
       .safeIntegers(true)
@@ -472,18 +479,26 @@ function visitRows(
   prefix: string,
   keysOnly: boolean,
   visit: (kv: KeyValue) => void,
+  from = prefix,
+  to?: string,
 ): void {
+  // `to` comes from prefixEnd (ASCII), so `<` orders keys against it as SQLite does (bytewise).
   if (keysOnly) {
-    for (const r of st.scanKeyRevisionRows.iterate(prefix) as Iterable<[string, bigint]>) {
-      if (!r[0].startsWith(prefix)) return
+    for (const r of st.scanKeyRevisionRows.iterate(from) as Iterable<[string, bigint]>) {
+      if (!r[0].startsWith(prefix) || (to !== undefined && r[0] >= to)) return
       visit({key: r[0], value: '', modRevision: r[1]})
     }
   } else {
-    for (const r of st.scanRows.iterate(prefix) as Iterable<[string, string, bigint]>) {
-      if (!r[0].startsWith(prefix)) return
+    for (const r of st.scanRows.iterate(from) as Iterable<[string, string, bigint]>) {
+      if (!r[0].startsWith(prefix) || (to !== undefined && r[0] >= to)) return
       visit({key: r[0], value: r[1], modRevision: r[2]})
     }
   }
+}
+
+/** The number of keys under `prefix`, counted by SQLite itself over the key range: no row reaches JavaScript. */
+function countUnder(st: ReturnType<typeof prepareStatements>, prefix: string): number {
+  return Number(st.countRange.get(prefix, prefixEnd(prefix)))
 }
 
 /** Whether a key under `prefix` has a mod-revision above `rev`. */

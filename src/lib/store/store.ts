@@ -70,11 +70,64 @@ export interface StoreMember {
   error?: string
 }
 
-/** One prefix of `Store.eachAtOnce`. */
-export interface Scan {
-  readonly prefix: string
-  readonly visit: (kv: KeyValue) => void
-  readonly keysOnly?: boolean
+/**
+ * One prefix of `Store.eachAtOnce`: its keys visited in order, or only counted (`count`, called once, is cheaper
+ * than a keys-only walk: SQLite counts in its own loop, etcd answers a count-only range).
+ */
+export type Scan =
+  | {
+      readonly prefix: string
+      readonly visit: (kv: KeyValue) => void
+      readonly keysOnly?: boolean
+      /**
+       * Prefixes under `prefix` that this scan leaves out: their keys are not visited and not read (SQLite seeks
+       * past them, etcd reads only the ranges between them). ASCII only (see rangesOutside).
+       */
+      readonly except?: readonly string[]
+    }
+  | {readonly prefix: string; readonly count: (n: number) => void}
+
+/** A key range `[from, to)`; `to` undefined: to the end of the prefix it lies in. */
+export interface KeyRange {
+  readonly from: string
+  readonly to?: string
+}
+
+/** Not empty, and every character below U+007F (so raising the last one stays ASCII). */
+function asciiPrefix(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x7f) return false
+  return s.length > 0
+}
+
+/**
+ * The first string after every key that starts with `prefix`: its last character raised by one. Defined for the
+ * ASCII prefixes rangesOutside accepts, where UTF-16 order (JavaScript's `<`) and byte order (SQLite's and
+ * etcd's) agree on every comparison with it.
+ */
+function prefixEnd(prefix: string): string {
+  if (!asciiPrefix(prefix)) throw new Error(`internal: ${JSON.stringify(prefix)} is not an ASCII prefix`)
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
+}
+
+/**
+ * The ranges under `prefix` that are outside every `except` prefix, in key order (Scan's `except`). An except
+ * prefix outside `prefix` leaves nothing out; one inside another adds nothing.
+ */
+export function rangesOutside(prefix: string, except: readonly string[]): KeyRange[] {
+  const cut = except
+    .filter((e) => e.startsWith(prefix))
+    .map((e) => ({from: e, to: prefixEnd(e)}))
+    .sort((a, b) => (a.from < b.from ? -1 : a.from > b.from ? 1 : 0))
+  const out: KeyRange[] = []
+  let from = prefix
+  for (const c of cut) {
+    if (c.to <= from) continue
+    if (c.from > from) out.push({from, to: c.from})
+    from = c.to
+  }
+  // Past the prefix's own end (an except equal to it): nothing remains.
+  if (from === prefix || from.startsWith(prefix)) out.push({from})
+  return out
 }
 
 export interface Store {
@@ -99,8 +152,9 @@ export interface Store {
   /**
    * Optional: several scans, one after the other, all of ONE snapshot of the store (as `read` is), each streamed
    * as `each` streams. `scans` is iterated lazily, so a later scan may depend on what the earlier ones visited
-   * (`datastore export` first reads the keys, then the values it needs in its own order). Call it through
-   * `eachAtOnce`, which falls back to `each`/`list` per scan for stores without it.
+   * (`datastore export` first lists the keys outside its bulk subtrees, then reads the values in its own order).
+   * Call it through `eachAtOnce`, which falls back to `each`/`list` per scan for stores without it (a count scan
+   * is then a keys-only walk, and `except` a filter).
    */
   eachAtOnce?(scans: Iterable<Scan>): Promise<void>
   /** All ops apply atomically iff every condition holds. */
@@ -185,5 +239,18 @@ export async function forEachKv(
  */
 export async function eachAtOnce(store: Store, scans: Iterable<Scan>): Promise<void> {
   if (store.eachAtOnce) return store.eachAtOnce(scans)
-  for (const s of scans) await forEachKv(store, s.prefix, s.visit, {keysOnly: s.keysOnly === true})
+  for (const s of scans) {
+    if ('count' in s) {
+      let n = 0
+      await forEachKv(store, s.prefix, () => n++, {keysOnly: true})
+      s.count(n)
+      continue
+    }
+    const except = s.except ?? []
+    const visit = s.visit
+    const kept = (kv: KeyValue) => {
+      if (!except.some((e) => kv.key.startsWith(e))) visit(kv)
+    }
+    await forEachKv(store, s.prefix, except.length === 0 ? visit : kept, {keysOnly: s.keysOnly === true})
+  }
 }

@@ -379,3 +379,19 @@ test('compactJson drops whitespace outside strings only; indentJson lays out as 
   assert.equal(indentJson('[]'), '[]')
   assert.equal(indentJson('"s"'), '"s"')
 })
+
+test('compactJson and indentJson find each string end past runs of backslashes, and keep what strings hold', () => {
+  // Strings ending in escaped backslashes (even runs end the string) or escaped quotes (odd runs do not).
+  const values = ['\\', '\\\\', '"', '\\"', 'a\\', 'x"y', ' { } [ ] , : ', '\n\t', '', 'é日本', '\\\\\\"']
+  for (const v of values) {
+    const obj = {k: v, l: [v, {m: v, n: [1, v]}], [v]: {}, o: []}
+    const compact = JSON.stringify(obj)
+    assert.equal(compactJson(JSON.stringify(obj, null, 2)), compact, compact)
+    assert.equal(compactJson(compact), compact)
+    // JSON.stringify lays out as json.Indent does for keys that are not integers and integer numbers.
+    assert.equal(indentJson(compact), JSON.stringify(obj, null, 2), compact)
+    assert.equal(indentJson(compact, '\t', '> '), JSON.stringify(obj, null, '\t').replaceAll('\n', '\n> '), compact)
+  }
+  // An unterminated string runs to the end of the text, as before.
+  assert.equal(indentJson('{"a":"x\\"'), '{\n  "a": "x\\"')
+})

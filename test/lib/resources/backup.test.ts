@@ -203,6 +203,44 @@ describe('writeExport', () => {
     })
   }
 
+  test('keys the format has no place for inside the subtrees read only for their values: skipped in key order; progress counts every key', async () => {
+    const store = await filled(SqliteStore.open(path.join(root, 'export-odd.db')))
+    try {
+      await store.txn(
+        [],
+        [
+          {put: '/calico/ipam/v2/host/junk', value: '{}'},
+          {put: '/calico/ipam/v2/assignment/ipv4/junk', value: '{}'},
+          {put: '/calico/ipam/v2/handle/', value: '{"block":{},"deleted":false}'},
+          {put: `${RES}workloadendpointsx/default/one`, value: JSON.stringify(wep(1))},
+          {put: `${RES}workloadendpoints`, value: JSON.stringify(wep(2))},
+        ],
+      )
+      const all = await store.list('/calico/')
+      const want = reference(all)
+      const pieces: Uint8Array[] = []
+      const seen: string[] = []
+      const r = await writeExport(store, (chunk) => pieces.push(chunk), {
+        onProgress: (phase, done, total) => seen.push(`${phase} ${done}/${total}`),
+      })
+      assert.equal(Buffer.concat(pieces).toString('utf8'), want.text)
+      assert.deepEqual(r.skipped, want.skipped)
+      assert.ok(r.skipped.includes('/calico/ipam/v2/host/junk'), r.skipped.join())
+      assert.deepEqual(r.counts, {resources: 3012, blocks: 40, affinities: 41, handles: 3001, config: 1})
+      // Listing covers only the small part of the store; the bar's total is every key from the start.
+      const listed = seen.filter((p) => p.startsWith('Listing keys')).length
+      assert.ok(listed > 0 && listed < 200, `${listed} keys listed`)
+      const exporting = seen.filter((p) => p.startsWith('Exporting'))
+      assert.equal(exporting[0], `Exporting 1/${all.length}`)
+      assert.ok(exporting.every((p) => p.endsWith(`/${all.length}`)))
+      // Every key is read but the three skipped ones outside those subtrees, which no part of the file reads; the
+      // workloadendpointsx resource is read twice (it is also under the prefix of the workloadendpoints List).
+      assert.equal(exporting.at(-1), `Exporting ${all.length - 3 + 1}/${all.length}`)
+    } finally {
+      await store.close()
+    }
+  })
+
   test('an empty store: every List empty, no ClusterInformation, an empty IPAM object', async () => {
     const store = new MemoryStore()
     assert.equal((await exportText(store)).text, reference([]).text)

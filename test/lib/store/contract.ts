@@ -311,6 +311,47 @@ export function storeContract(
       assert.deepEqual(seen, ['q /q/1=c', 'between', 'p /p/1=', 'p /p/2=', 'end'])
     })
 
+    it('eachAtOnce: a scan with except visits every key under its prefix but those under the except prefixes, in order', async (s) => {
+      const inside = ['/x/a', '/x/b/1', '/x/b/2', '/x/b0', '/x/c/1', '/x/c/9', '/x/d', '/x/é']
+      await write(s, ...inside.map((k) => put(k, `v${k}`)), put('/x', 'outside'), put('/y/1', 'outside'))
+      for (const keysOnly of [false, true]) {
+        const seen: string[] = []
+        const visit = (kv: KeyValue) => seen.push(`${kv.key}=${kv.value}`)
+        // Nested and outside excepts change nothing; an except equal to the prefix leaves nothing.
+        await eachAtOnce(s, [
+          {prefix: '/x/', keysOnly, except: ['/x/c/', '/x/b/', '/y/', '/x/c/9'], visit},
+          {prefix: '/y/', keysOnly, except: ['/y/'], visit},
+        ])
+        const v = (k: string) => (keysOnly ? `${k}=` : `${k}=v${k}`)
+        assert.deepEqual(seen, ['/x/a', '/x/b0', '/x/d', '/x/é'].map(v), `keysOnly ${keysOnly}`)
+      }
+    })
+
+    it('eachAtOnce: except across pages of a long prefix reads every key between the left-out ranges once', async (s) => {
+      const ops: WriteOp[] = []
+      for (let i = 0; i < 700; i++)
+        ops.push(put(`/w/a/${String(i).padStart(4, '0')}`, 'a'), put(`/w/c/${String(i).padStart(4, '0')}`, 'c'))
+      for (let i = 0; i < 3; i++) ops.push(put(`/w/b/${i}`, 'b'))
+      for (let i = 0; i < ops.length; i += 100) await write(s, ...ops.slice(i, i + 100))
+      const seen: string[] = []
+      await eachAtOnce(s, [{prefix: '/w/', except: ['/w/b/'], visit: (kv) => seen.push(kv.key)}])
+      assert.deepEqual(
+        seen,
+        ops
+          .map((o) => ('put' in o ? o.put : ''))
+          .filter((k) => !k.startsWith('/w/b/'))
+          .sort(),
+      )
+    })
+
+    it('eachAtOnce: a count scan counts the keys under its prefix and visits none', async (s) => {
+      await write(s, put('/k/1', 'a'), put('/k/2', 'b'), put('/k/sub/3', 'c'), put('/k', 'outside'), put('/l/1', 'd'))
+      const counts: string[] = []
+      const count = (prefix: string): Scan => ({prefix, count: (n) => counts.push(`${prefix} ${n}`)})
+      await eachAtOnce(s, [count('/k/'), count('/k/sub/'), count('/none/'), count('')])
+      assert.deepEqual(counts, ['/k/ 3', '/k/sub/ 1', '/none/ 0', ' 5'])
+    })
+
     it('listKeys returns the same keys as list', async (s) => {
       const keys = [
         '/calico/ipam/v2/assignment/ipv4/block/10.0.0.128-26',
