@@ -3,7 +3,7 @@
 // store exactly and is also what a Calico migration reads.
 import fs from 'node:fs'
 import path from 'node:path'
-import {compactJson, encodeJson, indentJson, parseJson, rawMembers} from '../codec/gojson.js'
+import {compactJson, compareBytes, encodeJson, indentJson, parseJson, rawMembers} from '../codec/gojson.js'
 import {loadYaml, yamlListItem, yamlListItemOfJson} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import {letSignalsIn} from '../interrupt.js'
@@ -17,7 +17,7 @@ import {formatCidr} from '../net/cidr.js'
 import {randomUuid} from '../random.js'
 import {CALICO_PREFIX} from '../store/admin.js'
 import {isKeySegment, keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
-import {compareKeys, MemoryStore} from '../store/memory.js'
+import {MemoryStore} from '../store/memory.js'
 import {eachAtOnce, type KeyValue, type Scan, type Store, type WriteOp} from '../store/store.js'
 
 const RESOURCES = '/calico/resources/v3/projectcalico.org/'
@@ -267,7 +267,7 @@ export async function writeExport(
   await eachAtOnce(store, opts.onProgress ? withProgress(scans(), opts.onProgress) : scans())
   out.flush()
   // In key order, as one listing of /calico/ would give them (those of the BULK subtrees were found later).
-  return {counts, skipped: skipped.sort(compareKeys)}
+  return {counts, skipped: skipped.sort(compareBytes)}
 }
 
 /**
