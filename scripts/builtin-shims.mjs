@@ -56,8 +56,7 @@ export function builtinShim(name) {
   const {values, calls} = shimExports(name)
   const lazy = LAZY_BUILTINS.includes(name)
   const lines = [
-    "import {createRequire} from 'node:module'",
-    'const require = createRequire(import.meta.url)',
+    // The bundle's own require(): the bundles are CommonJS, so no createRequire (and no import.meta.url) at load.
     lazy ? 'let m' : `const m = require(${JSON.stringify(name)})\nexport default m`,
     ...(values.length ? [`export const {${values.join(', ')}} = m`] : []),
     ...calls.map(

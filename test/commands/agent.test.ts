@@ -269,7 +269,7 @@ describe('ipamctl agent on an embedded store', () => {
     assert.deepEqual(notInfo(r.stderr), [], 'answered by the agent')
     const modules = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean)
     assert.ok(
-      modules.some((m) => m.endsWith('/unix-exchange/index.js')),
+      modules.some((m) => m.endsWith('/unix-exchange/build/Release/unix_exchange.node')),
       `the addon was not loaded: ${modules.join(' ')}`,
     )
     assert.deepEqual(

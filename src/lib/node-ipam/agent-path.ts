@@ -9,7 +9,7 @@ import type {CmdArgs} from '../cni/skel.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import {datastoreSettingsFor} from './datastore-settings.js'
 import type {NetConf} from './netconf.js'
-import {addPlan, type IpamPluginDeps, type IpamRequest, ipamRequest} from './request.js'
+import {addPlan, type IpamPluginDeps, type IpamRequest, type ParsedRequest, parseIpamRequest} from './request.js'
 
 /** The agent's socket for this netconf when there is one to ask: a stat, no connect. */
 export function agentSocketFor(conf: NetConf): string | undefined {
@@ -59,13 +59,14 @@ export function replayingCall(replay: AgentReplay | undefined, call: AgentCall =
 
 /**
  * How every ipamctl-ipam ADD and DEL starts: the request, its datastore settings and the agent's socket when
- * there is one to ask (with a replay, the socket that was asked). No datastore access.
+ * there is one to ask (with a replay, the socket that was asked). No datastore access, and no host lock: the
+ * datastore path adds it (locked-request.ts withHostLock).
  */
 export async function ipamInvocation(
   a: CmdArgs,
   deps: IpamPluginDeps & {agent?: AgentReplay} = {},
-): Promise<{req: IpamRequest; settings: DatastoreSettings; socket: string | undefined}> {
-  const req = ipamRequest(a, deps)
+): Promise<{req: ParsedRequest; settings: DatastoreSettings; socket: string | undefined}> {
+  const req = parseIpamRequest(a, deps)
   const settings = await datastoreSettingsFor(req.conf, a.getenv)
   return {req, settings, socket: deps.agent ? deps.agent.socket : agentSocketFor(req.conf)}
 }
@@ -73,7 +74,7 @@ export async function ipamInvocation(
 /** ADD through the agent: the result (logged as assigned), or how to go on directly. */
 export async function addViaAgent(
   socket: string,
-  req: IpamRequest,
+  req: ParsedRequest,
   settings: DatastoreSettings,
   now: Date,
   call: AgentCall = agentCall,
@@ -102,7 +103,7 @@ export async function addViaAgent(
  */
 export async function delViaAgent(
   socket: string,
-  req: IpamRequest,
+  req: ParsedRequest,
   settings: DatastoreSettings,
   call: AgentCall = agentCall,
 ): Promise<boolean> {

@@ -2,9 +2,9 @@ import type {Clock} from '../clock.js'
 import type {DatastoreSettings} from '../store/settings.js'
 import type {Store} from '../store/store.js'
 import {type CniArgs, parseCniArgs} from './cni-args.js'
-import {acquireHostLock, type HostLockOptions, type Unlock} from './host-lock.js'
+import type {HostLockOptions, Unlock} from './host-lock.js'
 import {allocationAttrs, type WorkloadIds, workloadIds} from './workload-ids.js'
-import {DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from './netconf.js'
+import {type NetConf, parseNetConf} from './netconf.js'
 import {determineNodename, type NodenameDeps} from './nodename.js'
 import {type CmdArgs, loggerOf} from '../cni/skel.js'
 import type {Logger} from '../log/logger.js'
@@ -32,22 +32,16 @@ export interface IpamRequest {
   lock: () => Unlock
 }
 
+/** An invocation parsed, without the host lock: all the agent path needs (src/lib/node-ipam/locked-request.ts adds the lock). */
+export type ParsedRequest = Omit<IpamRequest, 'lock'>
+
 /** Parse the invocation: netconf, CNI_ARGS, node name and identifiers (no datastore access). */
-export function ipamRequest(a: CmdArgs, deps: IpamPluginDeps = {}): IpamRequest {
+export function parseIpamRequest(a: CmdArgs, deps: NodenameDeps = {}): ParsedRequest {
   const conf = parseNetConf(a.config)
   const args = parseCniArgs(a.args)
   const node = determineNodename(conf, deps)
   const ids = workloadIds(conf, {containerId: a.containerId, ifName: a.ifName, netns: a.netns}, args, node)
-  const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
-  const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
-  return {
-    conf,
-    args,
-    ids,
-    log: a.log,
-    logger: loggerOf(a),
-    lock: lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log}),
-  }
+  return {conf, args, ids, log: a.log, logger: loggerOf(a)}
 }
 
 /** An ADD as data: what the plugin asks of the allocator, whether in this process or through the agent. */

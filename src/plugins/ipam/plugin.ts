@@ -8,10 +8,10 @@ import {openStore as defaultOpenStore} from '../../lib/store/open.js'
 import type {Store} from '../../lib/store/store.js'
 import {CNI_ERR, CniError, toCniError} from '../../lib/cni/errors.js'
 import {ipamCheck, ipamGc, validAttachments} from '../../lib/node-ipam/operations.js'
-import {type IpamPluginDeps, ipamRequest} from '../../lib/node-ipam/request.js'
-import {acquireHostLock} from '../../lib/node-ipam/host-lock.js'
+import type {IpamPluginDeps} from '../../lib/node-ipam/request.js'
+import {hostLock, ipamRequest, withHostLock} from '../../lib/node-ipam/locked-request.js'
 import {datastoreSettingsFor} from '../../lib/node-ipam/datastore-settings.js'
-import {DEFAULT_IPAM_LOCK_FILE, type NetConf, parseNetConf} from '../../lib/node-ipam/netconf.js'
+import {type NetConf, parseNetConf} from '../../lib/node-ipam/netconf.js'
 import {determineNodename} from '../../lib/node-ipam/nodename.js'
 import {PluginDatastore, type PluginVerb} from '../../lib/node-ipam/plugin-datastore.js'
 import {type AgentReplay, ipamInvocation, replayingCall} from '../../lib/node-ipam/agent-path.js'
@@ -20,10 +20,11 @@ import type {CmdArgs, PluginFuncs} from '../../lib/cni/skel.js'
 /** IPAM's part of CNI GC on an open context, under the host lock: the addresses released. */
 export function ipamGcFor(ctx: Ctx, a: CmdArgs, conf: NetConf, deps: IpamPluginDeps): Promise<string[]> {
   const attachments = validAttachments(conf.raw)
-  const lockFn = deps.lock === undefined ? acquireHostLock : deps.lock
-  const lockFile = conf.ipamLockFile || DEFAULT_IPAM_LOCK_FILE
-  const lock = lockFn === false ? () => () => {} : () => lockFn(lockFile, {waitMs: deps.lockWaitMs, log: a.log})
-  return ipamGc(ctx, conf, attachments, {log: a.log, lock, node: determineNodename(conf, deps)})
+  return ipamGc(ctx, conf, attachments, {
+    log: a.log,
+    lock: hostLock(conf, a.log, deps),
+    node: determineNodename(conf, deps),
+  })
 }
 
 /**
@@ -65,7 +66,7 @@ export function ipamPlugin(deps: IpamPluginDeps & {agent?: AgentReplay} = {}): P
     withPluginStore(open, a, conf, mode, clock, fn)
   const viaDatastore = async <T>(a: CmdArgs, verb: PluginVerb, fn: (ds: PluginDatastore) => Promise<T>) => {
     const {req, settings, socket} = await ipamInvocation(a, deps)
-    return PluginDatastore.using(req, settings, socket, {open, clock, verb, call}, fn)
+    return PluginDatastore.using(withHostLock(req, deps), settings, socket, {open, clock, verb, call}, fn)
   }
   return {
     // With a per-node agent (ipamctl agent run) ADD and DEL go through it: no datastore client in this

@@ -10,7 +10,7 @@ import {datastoreId, parseCheck} from '../../../src/lib/agent-client/protocol.ts
 import {CniError} from '../../../src/lib/cni/errors.ts'
 import {ValidationError} from '../../../src/lib/errors.ts'
 import {PluginDatastore} from '../../../src/lib/node-ipam/plugin-datastore.ts'
-import {ipamRequest} from '../../../src/lib/node-ipam/request.ts'
+import {ipamRequest} from '../../../src/lib/node-ipam/locked-request.ts'
 import {wepName} from '../../../src/lib/node-ipam/workload-ids.ts'
 import {systemClock} from '../../../src/lib/clock.ts'
 import type {DatastoreSettings} from '../../../src/lib/store/settings.ts'

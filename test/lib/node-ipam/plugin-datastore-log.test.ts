@@ -5,7 +5,7 @@ import {test} from 'node:test'
 import {systemClock} from '../../../src/lib/clock.ts'
 import {createLogger, REDACTED} from '../../../src/lib/log/logger.ts'
 import {PluginDatastore} from '../../../src/lib/node-ipam/plugin-datastore.ts'
-import {ipamRequest} from '../../../src/lib/node-ipam/request.ts'
+import {ipamRequest} from '../../../src/lib/node-ipam/locked-request.ts'
 import type {DatastoreSettings} from '../../../src/lib/store/settings.ts'
 
 test("the settings' etcd password never reaches a line; an unanswered agent is a warning with its reason", async () => {

@@ -203,6 +203,15 @@ describe('bin/plugin.cjs and the agent-first entry', () => {
     assert.deepEqual(FIRST['ipamctl-ipam'], {entry: 'ipamctl-ipam-agent', ...AGENT_FIRST})
   })
 
+  it('the agent-first bundle is made without the host lock and better-sqlite3, which the full plugin has', () => {
+    ensureBuilt()
+    const bundle = (name: string) => fs.readFileSync(path.join(ROOT, 'dist', 'cni', `${name}.cjs`), 'utf8')
+    for (const s of ['acquireHostLock', 'better-sqlite3']) {
+      assert.ok(bundle('ipamctl-ipam').includes(s), `the full plugin bundle has ${s}`)
+      assert.ok(!bundle('ipamctl-ipam-agent').includes(s), `the agent-first bundle has ${s}`)
+    }
+  })
+
   // Which bundles a process ran: load-bundle.cjs names each one with IPAMCTL_DEBUG_BUNDLE=1.
   const bundlesRun = async (inv: {conf: string; env: Record<string, string>}) => {
     const p = await runProcess(process.execPath, [path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')], {

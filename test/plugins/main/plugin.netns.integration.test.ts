@@ -545,7 +545,7 @@ describe('ipamctl-cni in real network namespaces', {skip: SKIP}, () => {
     assert.deepEqual(notInfo(add.stderr), [], 'answered by the agent: no fallback')
     const modules = fs.readFileSync(trace, 'utf8').split('\n')
     assert.ok(
-      modules.some((m) => m.endsWith('/unix-exchange/index.js')),
+      modules.some((m) => m.endsWith('/unix-exchange/build/Release/unix_exchange.node')),
       'the plugin talked to the agent',
     )
     // The WorkloadEndpoint that assertWired found was written by the agent: the plugin never loaded SQLite.
