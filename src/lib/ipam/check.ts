@@ -21,6 +21,7 @@ import {
 } from './block.js'
 import {type AddressKey, AddressTable, keyText} from './address-table.js'
 import {type Ctx, listPools} from './context.js'
+import {NameSet} from './name-set.js'
 import {nodeTunnelAddresses} from './node.js'
 import {decodeAffinity} from './records.js'
 
@@ -268,7 +269,7 @@ class BlockScan {
   readonly blocks: CheckBlock[] = []
   readonly invalidBlocks: CheckResult['invalidBlocks'] = []
   /** Handles the blocks name, Windows reservations aside. */
-  readonly referenced = new Set<string>()
+  readonly referenced = new NameSet()
   readonly blockCidrs = new Set<string>()
   readonly hostAffine: {cidr: string; host: string}[] = []
   /** Non-cooling-down allocations per `node` attribute. */
@@ -444,9 +445,9 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
         ctx.store,
         handlePrefix,
         (kv) => {
-          const id = kv.key.slice(handlePrefix.length)
-          if (scan.referenced.delete(id)) handlesWithMatches++
-          else leakedHandles.push({id, revision: kv.modRevision})
+          // The name is sliced out of the key only for a leaked handle.
+          if (scan.referenced.matchTail(kv.key, handlePrefix.length)) handlesWithMatches++
+          else leakedHandles.push({id: kv.key.slice(handlePrefix.length), revision: kv.modRevision})
         },
         {keysOnly: true},
       )
@@ -457,7 +458,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   const {owned, nodeTunnelIps, workloadIps, gone: goneEndpoints} = endpoints
   const {blocks, invalidBlocks, blockCidrs, hostAffine, perNode} = scan
   scan.owned = owned
-  const missingHandles = [...scan.referenced].sort()
+  const missingHandles = scan.referenced.unmatched().sort()
 
   const leaked: CheckAllocation[] = []
   for (let i = 0; i < scan.keys.length; i++) {
