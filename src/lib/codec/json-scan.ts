@@ -127,6 +127,14 @@ export class JsonCursor {
     return this.text.slice(start, end)
   }
 
+  /** A string value, stepped over without building it. */
+  skipString(): void {
+    if (this.peek() !== QUOTE) throw NOT_LEAN
+    const end = this.text.indexOf('"', this.pos + 1)
+    if (end < 0) throw NOT_LEAN
+    this.pos = end + 1
+  }
+
   /** `null` (consumed: true) or not (false, nothing consumed). */
   null(): boolean {
     if (this.peek() !== 110 || !this.text.startsWith('null', this.pos)) return false
@@ -177,9 +185,7 @@ export class JsonCursor {
     const c = this.peek()
     const t = this.text
     if (c === QUOTE) {
-      const end = t.indexOf('"', this.pos + 1)
-      if (end < 0) throw NOT_LEAN
-      this.pos = end + 1
+      this.skipString()
     } else if (c === OPEN_OBJECT) {
       if (this.openObject())
         do {

@@ -15,16 +15,24 @@ export const v4Text = (n: number): string => `${n >>> 24}.${(n >>> 16) & 255}.${
 
 export const keyText = (k: AddressKey): string => (typeof k === 'number' ? v4Text(k) : k)
 
+/**
+ * An owner: its text, or a number the table's `ownerText` turns into its text when asked (check's workload owners,
+ * whose 550,000 texts would otherwise be built and kept while nearly none is ever read).
+ */
+export type Owner = string | number
+
 export class AddressTable {
   private count = 0
   /** Per entry: the IPv4 address (0 for IPv6 entries), flags, and the owner or owners. */
   private v4 = new Uint32Array(1024)
   private flags = new Uint8Array(1024)
-  private readonly owners: (string | string[])[] = []
+  private readonly owners: (Owner | Owner[])[] = []
   /** IPv4 slots: entry + 1, 0 when free. Kept at most half full. */
   private slots = new Int32Array(2048)
   private readonly v6 = new Map<string, number>()
   private readonly v6Text: string[] = []
+
+  constructor(private readonly ownerText: (ref: number) => string = String) {}
 
   get size(): number {
     return this.count
@@ -42,12 +50,12 @@ export class AddressTable {
   }
 
   /** `owner` names `key`. Whether the address is in an active pool is recorded with its first owner. */
-  add(key: AddressKey, owner: string, pooled: boolean): void {
+  add(key: AddressKey, owner: Owner, pooled: boolean): void {
     const e = this.find(key)
     if (e >= 0) {
       const o = this.owners[e]!
-      if (typeof o === 'string') this.owners[e] = [o, owner]
-      else o.push(owner)
+      if (Array.isArray(o)) o.push(owner)
+      else this.owners[e] = [o, owner]
       return
     }
     const n = this.count
@@ -89,12 +97,16 @@ export class AddressTable {
   /** The owners of entry `e`, in the order found (a new array). */
   ownersOf(e: number): string[] {
     const o = this.owners[e]!
-    return typeof o === 'string' ? [o] : [...o]
+    return Array.isArray(o) ? o.map((x) => this.text(x)) : [this.text(o)]
   }
 
   ownerCount(e: number): number {
     const o = this.owners[e]!
-    return typeof o === 'string' ? 1 : o.length
+    return Array.isArray(o) ? o.length : 1
+  }
+
+  private text(o: Owner): string {
+    return typeof o === 'string' ? o : this.ownerText(o)
   }
 
   pooled(e: number): boolean {

@@ -508,7 +508,7 @@ function readAttributeSummary(c: JsonCursor): AttributeSummary {
             if (c.is('node')) {
               node = once(node, 1)
               a.node = c.string()
-            } else c.string()
+            } else c.skipString()
           } while (c.nextMember())
         }
       } else if (c.is('alternateOwnerAttrs')) {
@@ -516,7 +516,7 @@ function readAttributeSummary(c: JsonCursor): AttributeSummary {
         if (!c.null() && c.openObject())
           do {
             c.name()
-            c.string()
+            c.skipString()
           } while (c.nextMember())
       } else if (c.is('releasedAt')) {
         seen = once(seen, 8)

@@ -21,6 +21,7 @@ import {
 } from './block.js'
 import {type AddressKey, AddressTable, keyText} from './address-table.js'
 import {type Ctx, listPools} from './context.js'
+import {NameSet} from './name-set.js'
 import {nodeTunnelAddresses} from './node.js'
 import {decodeAffinity} from './records.js'
 
@@ -188,14 +189,69 @@ function poolMembership(pools: readonly Cidr[]): {v4: (n: number) => boolean; ip
 /** Shared by allocations without (alternate) attributes: 100,000 empty objects would be a few MB. */
 const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
+/** Endpoints per page of WorkloadNames. */
+const NAMES_PAGE = 256
+
+/**
+ * The `Workload(<ns>/<name>)` owner of each endpoint, as a number (`add`) whose text is built only when asked for
+ * (`text`: a problem, the report, --show-all-ips). The namespaces and names are kept as pages of text, each joined
+ * from 256 endpoints': not 550,000 owner strings built and kept through the scan, nor a slice of each record,
+ * which would keep the whole record's text alive.
+ */
+export class WorkloadNames {
+  private readonly pages: string[] = []
+  private pending: string[] = []
+  private pendingLength = 0
+  /** Per number: its page and where its `<ns>/<name>` starts and ends there. */
+  private pageOf = new Uint32Array(1024)
+  private starts = new Uint32Array(1024)
+  private ends = new Uint32Array(1024)
+  private count = 0
+
+  add(namespace: string, name: string): number {
+    const ref = this.count++
+    if (ref === this.ends.length) {
+      this.pageOf = grown(this.pageOf)
+      this.starts = grown(this.starts)
+      this.ends = grown(this.ends)
+    }
+    this.pageOf[ref] = this.pages.length
+    this.starts[ref] = this.pendingLength
+    this.pending.push(namespace, '/', name)
+    this.pendingLength += namespace.length + 1 + name.length
+    this.ends[ref] = this.pendingLength
+    if (this.pending.length === 3 * NAMES_PAGE) this.flush()
+    return ref
+  }
+
+  text(ref: number): string {
+    if (this.pageOf[ref] === this.pages.length) this.flush()
+    const page = this.pages[this.pageOf[ref]!]!
+    return ['Workload(', page.slice(this.starts[ref], this.ends[ref]), ')'].join('')
+  }
+
+  private flush(): void {
+    this.pages.push(this.pending.join(''))
+    this.pending = []
+    this.pendingLength = 0
+  }
+}
+
+function grown(a: Uint32Array): Uint32Array<ArrayBuffer> {
+  const b = new Uint32Array(a.length * 2)
+  b.set(a)
+  return b
+}
+
 /**
  * Owners of each address in use: the tunnel addresses of Node records (Calico's node agent writes them on a
  * shared datastore), then workload endpoints, each visited one at a time (check never holds them all). There
  * are no Kubernetes Services, so these are the only owners besides the Windows reservation.
  */
 class EndpointOwners {
+  private readonly workloads = new WorkloadNames()
   /** Address → `Node(<name>)` / `Workload(<ns>/<name>)` of each record naming it. */
-  readonly owned = new AddressTable()
+  readonly owned = new AddressTable((ref) => this.workloads.text(ref))
   nodeTunnelIps = 0
   workloadIps = 0
   readonly gone: GoneEndpoint[] = []
@@ -224,7 +280,7 @@ class EndpointOwners {
       this.gone.push({key: kv.key, modRevision: kv.modRevision, name: `${w.namespace}/${w.name}`})
       return
     }
-    let owner: string | undefined
+    let owner: number | undefined
     for (const n of w.ipNetworks) {
       const slash = n.indexOf('/')
       const end = slash < 0 ? n.length : slash
@@ -241,9 +297,7 @@ class EndpointOwners {
         pooled = this.inActivePool.ip(parsed)
       }
       this.workloadIps++
-      // Joined rather than a template literal: V8 would keep each owner as a tree of string pieces, and the
-      // pieces read off the text would keep the whole record's text alive.
-      owner ??= ['Workload(', w.namespace, '/', w.name, ')'].join('')
+      owner ??= this.workloads.add(w.namespace, w.name)
       this.owned.add(key, owner, pooled)
     }
   }
@@ -268,7 +322,7 @@ class BlockScan {
   readonly blocks: CheckBlock[] = []
   readonly invalidBlocks: CheckResult['invalidBlocks'] = []
   /** Handles the blocks name, Windows reservations aside. */
-  readonly referenced = new Set<string>()
+  readonly referenced = new NameSet()
   readonly blockCidrs = new Set<string>()
   readonly hostAffine: {cidr: string; host: string}[] = []
   /** Non-cooling-down allocations per `node` attribute. */
@@ -444,9 +498,9 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
         ctx.store,
         handlePrefix,
         (kv) => {
-          const id = kv.key.slice(handlePrefix.length)
-          if (scan.referenced.delete(id)) handlesWithMatches++
-          else leakedHandles.push({id, revision: kv.modRevision})
+          // The name is sliced out of the key only for a leaked handle.
+          if (scan.referenced.matchTail(kv.key, handlePrefix.length)) handlesWithMatches++
+          else leakedHandles.push({id: kv.key.slice(handlePrefix.length), revision: kv.modRevision})
         },
         {keysOnly: true},
       )
@@ -457,7 +511,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   const {owned, nodeTunnelIps, workloadIps, gone: goneEndpoints} = endpoints
   const {blocks, invalidBlocks, blockCidrs, hostAffine, perNode} = scan
   scan.owned = owned
-  const missingHandles = [...scan.referenced].sort()
+  const missingHandles = scan.referenced.unmatched().sort()
 
   const leaked: CheckAllocation[] = []
   for (let i = 0; i < scan.keys.length; i++) {

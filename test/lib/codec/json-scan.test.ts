@@ -113,6 +113,19 @@ describe('JsonCursor', () => {
       )
   })
 
+  it('skipString steps over a string as string reads it, and refuses anything else', () => {
+    const c = JsonCursor.over(' "abc" , "" ,"x"')!
+    c.skipString()
+    assert.equal(c.pos, 6)
+    assert.equal(c.nextElement(), true)
+    c.skipString()
+    assert.equal(c.nextElement(), true)
+    assert.equal(c.string(), 'x')
+    c.end()
+    for (const text of ['1', 'null', '{}', '"open', ''])
+      assert.throws(() => JsonCursor.over(text)!.skipString(), NOT_LEAN, text)
+  })
+
   it('once marks a member read and refuses it the second time', () => {
     const seen = once(0, 4)
     assert.equal(seen, 4)

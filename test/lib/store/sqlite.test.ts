@@ -8,8 +8,8 @@ import {fileURLToPath} from 'node:url'
 import Database from 'better-sqlite3'
 import {DatastoreUnavailableError} from '../../../src/lib/errors.ts'
 import {defaultDatastorePath} from '../../../src/lib/store/default-path.ts'
-import {SqliteStore} from '../../../src/lib/store/sqlite.ts'
-import {guardFor, type Scan} from '../../../src/lib/store/store.ts'
+import {SqliteStore, VISIT_PAGE} from '../../../src/lib/store/sqlite.ts'
+import {guardFor, type KeyValue, type Scan} from '../../../src/lib/store/store.ts'
 import {storeContract} from './contract.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
@@ -127,6 +127,75 @@ describe('SqliteStore file handling', () => {
       await a.eachAtOnce(scans())
       assert.deepEqual(seen, ['/p/1', '/q/1'])
       assert.deepEqual(await a.listKeys('/q/'), ['/q/2'])
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  test('each reads page by page: every key under the prefix once, in order, values and revisions as list gives them', async () => {
+    const store = SqliteStore.open(freshPath())
+    try {
+      // Past two page boundaries, with neighbours on both sides and the prefix itself as a key.
+      const n = 2 * VISIT_PAGE + 3
+      const under = Array.from({length: n}, (_, i) => `/p/${String(i).padStart(4, '0')}`)
+      const ops = [...under, '/p', '/o/1', '/p0', '/q/1', '/é/1', '/é/2', '/ê/1'].map((k) => ({
+        put: k,
+        value: `v:${k}`,
+      }))
+      await store.txn([], ops)
+      for (const [prefix, want] of [
+        ['/p/', under],
+        ['/p', ['/p', ...under, '/p0']],
+        ['/é/', ['/é/1', '/é/2']],
+        ['/é', ['/é/1', '/é/2']],
+      ] as const) {
+        const full: KeyValue[] = []
+        await store.each(prefix, (kv) => full.push(kv))
+        assert.deepEqual(
+          full.map((kv) => kv.key),
+          want,
+          prefix,
+        )
+        assert.deepEqual(full, await store.list(prefix), prefix)
+        const keysOnly: KeyValue[] = []
+        await store.each(prefix, (kv) => keysOnly.push(kv), {keysOnly: true})
+        assert.deepEqual(
+          keysOnly,
+          full.map((kv) => ({...kv, value: ''})),
+          prefix,
+        )
+      }
+    } finally {
+      await store.close()
+    }
+  })
+
+  test('each reads one snapshot across its pages: a write by another connection while it visits is not seen', async () => {
+    const file = freshPath()
+    const a = SqliteStore.open(file)
+    const b = SqliteStore.open(file)
+    try {
+      const keys = Array.from({length: 2 * VISIT_PAGE}, (_, i) => `/p/${String(i).padStart(4, '0')}`)
+      await a.txn(
+        [],
+        keys.map((k) => ({put: k, value: 'old'})),
+      )
+      const seen: string[] = []
+      await a.each('/p/', (kv) => {
+        // Committed before its promise is returned, in the middle of the first page.
+        if (seen.length === 10)
+          void b.txn(
+            [],
+            [
+              {put: keys.at(-1)!, value: 'new'},
+              {put: '/p/9999', value: 'new'},
+            ],
+          )
+        seen.push(kv.value)
+      })
+      assert.deepEqual(seen, Array(keys.length).fill('old'))
+      assert.equal((await a.get(keys.at(-1)!))!.value, 'new')
     } finally {
       await a.close()
       await b.close()
