@@ -1,5 +1,6 @@
 // The per-node agent on a real etcd: the plugin's ADDs go through it without loading etcd3, 20 parallel ADDs
-// share block transactions, the metrics match `ipam show`, and with the agent gone the plugin uses etcd itself.
+// share block transactions (the agent waits 1 s before taking a batch, so that ADDs started together but spread
+// out by a busy machine still meet in the queue; with no window they meet only while a batch is in flight), the metrics match `ipam show`, and with the agent gone the plugin uses etcd itself.
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -46,6 +47,8 @@ describe('ipamctl agent on etcd', {skip: etcdSkipReason}, () => {
         socket,
         '--metrics-address',
         '127.0.0.1:0',
+        '--batch-window',
+        '1s',
         '--datastore',
         'etcdv3',
         '--etcd-endpoints',
