@@ -634,7 +634,7 @@ if (busy) {
 }
 if (E.tp && E.claims) {
   p(
-    `- **Allocation cost does not grow with the cluster.** An allocation from the host's block makes ${totalCalls(E.tp.small.calls)} datastore calls`,
+    `- **Allocation cost does not grow with the cluster.** An allocation from the host's block makes ${totalCalls(E.tp.small.calls)} datastore call${totalCalls(E.tp.small.calls) === 1 ? '' : 's'}`,
   )
   p(
     `  with 10 or 5,000 other hosts; a claim makes ${f(E.claims[1].calls, 0)} whatever the number of hosts holding blocks, because it probes the host's`,

@@ -386,7 +386,7 @@ p(
   'The cluster is three etcd members (Debian etcd-server) on loopback, data on ' +
     `${CLUSTER_DIR}; the commands are given all three endpoints. A floor is bench/raw-read.mjs in its own process ` +
     '(spawn to exit, like the command): it reads exactly the keys the command reads with their values (etcd3 pages ' +
-    'of ~4 MiB at one revision, each over a bounded key window as the store reads, docs/etcd-paging.md; SQLite one range query per prefix) and decodes nothing.',
+    'of ~4 MiB at one revision, each over a bounded key window as the store reads, docs/etcd-paging.md; SQLite range queries in pages of 256 rows in one read transaction, as the store reads) and decodes nothing.',
 )
 for (const r of results) {
   const {big, small, one} = r
