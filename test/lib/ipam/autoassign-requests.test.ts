@@ -9,28 +9,7 @@ import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {ensureNode, upsertNode} from '../../../src/lib/ipam/node.ts'
 import {releaseIps} from '../../../src/lib/ipam/release.ts'
 import {MemoryStore} from '../../../src/lib/store/memory.ts'
-import type {Store} from '../../../src/lib/store/store.ts'
-import {assertInvariants} from './helpers.ts'
-
-/** A view of `inner` that counts every request, a batched read as one. */
-function counting(inner: Store): Store & {requests: string[]} {
-  const requests: string[] = []
-  const count = <T>(what: string, p: Promise<T>): Promise<T> => {
-    requests.push(what)
-    return p
-  }
-  return {
-    requests,
-    description: inner.description,
-    get: (k) => count('get', inner.get(k)),
-    list: (p) => count('list', inner.list(p)),
-    listKeys: (p) => count('listKeys', inner.listKeys(p)),
-    read: (req) => count('read', inner.read!(req)),
-    txn: (c, o) => count('txn', inner.txn(c, o)),
-    revision: () => inner.revision(),
-    close: async () => {},
-  }
-}
+import {assertInvariants, counting} from './helpers.ts'
 
 describe('AutoAssign datastore requests', () => {
   for (const others of [10, 300]) {

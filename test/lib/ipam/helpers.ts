@@ -253,3 +253,26 @@ export function scenario(
     }
   })
 }
+
+/**
+ * A view of `inner` that records every request (a batched read as one `read`); another view of the same data is
+ * another process.
+ */
+export function counting(inner: Store): Store & {requests: string[]} {
+  const requests: string[] = []
+  const count = <T>(what: string, p: Promise<T>): Promise<T> => {
+    requests.push(what)
+    return p
+  }
+  return {
+    requests,
+    description: inner.description,
+    get: (k) => count('get', inner.get(k)),
+    list: (p) => count('list', inner.list(p)),
+    listKeys: (p) => count('listKeys', inner.listKeys(p)),
+    read: (req) => count('read', inner.read!(req)),
+    txn: (c, o) => count('txn', inner.txn(c, o)),
+    revision: () => inner.revision(),
+    close: async () => {},
+  }
+}

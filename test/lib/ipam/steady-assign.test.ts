@@ -13,28 +13,7 @@ import {createReservation, deleteReservation} from '../../../src/lib/ipam/reserv
 import {upsertNode} from '../../../src/lib/ipam/node.ts'
 import {keys} from '../../../src/lib/store/keys.ts'
 import {MemoryStore} from '../../../src/lib/store/memory.ts'
-import type {Store} from '../../../src/lib/store/store.ts'
-import {assertInvariants} from './helpers.ts'
-
-/** A view of `inner` that records every request; another view of the same data is another process. */
-function counting(inner: Store): Store & {requests: string[]} {
-  const requests: string[] = []
-  const count = <T>(what: string, p: Promise<T>): Promise<T> => {
-    requests.push(what)
-    return p
-  }
-  return {
-    requests,
-    description: inner.description,
-    get: (k) => count('get', inner.get(k)),
-    list: (p) => count('list', inner.list(p)),
-    listKeys: (p) => count('listKeys', inner.listKeys(p)),
-    read: (req) => count('read', inner.read!(req)),
-    txn: (c, o) => count('txn', inner.txn(c, o)),
-    revision: () => inner.revision(),
-    close: async () => {},
-  }
-}
+import {assertInvariants, counting} from './helpers.ts'
 
 /** `ip` (an IPv4 address of the test's /24) plus `n`. */
 const plus = (ip: string, n: number): string => ip.replace(/\d+$/, (last) => String(Number(last) + n))
