@@ -11,6 +11,25 @@ export interface ExchangeResult {
 
 /**
  * Connect to the unix stream socket `path`, send all of `request`, then read until the peer closes, all within
- * `timeoutMs`, and at most `maxReply` bytes. Runs on libuv's thread pool; never rejects for socket errors.
+ * `timeoutMs` from the call, and at most `maxReply` bytes. Runs on libuv's thread pool; never rejects for
+ * socket errors.
  */
-export function exchange(path: string, request: Buffer, timeoutMs: number, maxReply: number): Promise<ExchangeResult>
+export function exchange(
+  path: string,
+  request: Buffer,
+  timeoutMs: number,
+  maxReply: number,
+  blocking?: false,
+): Promise<ExchangeResult>
+/**
+ * `blocking`: the same exchange on the calling thread, its result returned directly (the thread waits up to
+ * `timeoutMs`, and libuv's thread pool is not started), except when the peer listening on `path` is this process
+ * or its backlog is full: then on the thread pool as above, a promise.
+ */
+export function exchange(
+  path: string,
+  request: Buffer,
+  timeoutMs: number,
+  maxReply: number,
+  blocking: boolean,
+): ExchangeResult | Promise<ExchangeResult>

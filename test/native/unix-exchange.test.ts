@@ -29,6 +29,18 @@ async function server(onConn: (c: net.Socket) => void): Promise<{file: string; c
   return {file, close: () => s.close()}
 }
 
+/** A server in another process on `file`: each connection gets `pong:` and what it sent, then is closed. */
+function pyEcho(file: string) {
+  return spawn(
+    'python3',
+    [
+      '-c',
+      `import socket\ns=socket.socket(socket.AF_UNIX)\ns.bind(${JSON.stringify(file)})\ns.listen(16)\nprint('ok', flush=True)\nwhile True:\n  c,_=s.accept()\n  c.sendall(b'pong:'+c.recv(65536))\n  c.close()`,
+    ],
+    {stdio: ['ignore', 'pipe', 'inherit']},
+  )
+}
+
 /** Echo the request back once the client has sent `expect` bytes, then close. */
 const echo = (expect: number) => (c: net.Socket) => {
   const parts: Buffer[] = []
@@ -119,11 +131,56 @@ describe('unix-exchange', () => {
     }
   })
 
+  it('blocking, with the peer in another process: the result itself, not a promise', async (t) => {
+    const file = sockPath()
+    const py = pyEcho(file)
+    t.after(() => py.kill('SIGKILL'))
+    await new Promise((r) => py.stdout!.once('data', r))
+    const r = exchange(file, Buffer.from('hello'), 5000, 1024, true)
+    assert.ok(!(r instanceof Promise), 'answered on this thread')
+    assert.deepEqual(r, {connected: true, errno: 0, timedOut: false, reply: Buffer.from('pong:hello')})
+    const none = exchange(path.join(tmp, 'none.sock'), Buffer.from('x'), 1000, 10, true)
+    assert.deepEqual(none, {connected: false, errno: ENOENT, timedOut: false, reply: Buffer.alloc(0)})
+  })
+
+  it('blocking, with the peer in this process: on the thread pool (a promise), so the peer can answer', async () => {
+    const s = await server(echo(5))
+    const p = exchange(s.file, Buffer.from('hello'), 5000, 1024, true)
+    assert.ok(p instanceof Promise)
+    const r = await p
+    s.close()
+    assert.deepEqual([r.connected, r.errno, r.timedOut, r.reply.toString()], [true, 0, false, 'hello'])
+  })
+
+  it('blocking starts no thread pool; the default exchange does', async (t) => {
+    const file = sockPath()
+    const py = pyEcho(file)
+    t.after(() => py.kill('SIGKILL'))
+    await new Promise((r) => py.stdout!.once('data', r))
+    const threads = (blocking: boolean) => {
+      const script = `const {exchange} = require('unix-exchange'); const fs = require('fs')
+        const n = () => fs.readdirSync('/proc/self/task').length
+        const before = n()
+        Promise.resolve(exchange(${JSON.stringify(file)}, Buffer.from('q'), 5000, 64, ${blocking})).then((r) =>
+          console.log(JSON.stringify({added: n() - before, reply: r.reply.toString()})))`
+      const out = spawnSync(process.execPath, ['-e', script], {
+        cwd: path.join(import.meta.dirname, '..', '..'),
+        env: {...process.env, UV_THREADPOOL_SIZE: '3'},
+        encoding: 'utf8',
+      })
+      assert.equal(out.status, 0, out.stderr)
+      return JSON.parse(out.stdout) as {added: number; reply: string}
+    }
+    assert.deepEqual(threads(true), {added: 0, reply: 'pong:q'})
+    assert.deepEqual(threads(false), {added: 3, reply: 'pong:q'})
+  })
+
   it('bad arguments throw at once', () => {
     assert.throws(() => exchange(`/${'p'.repeat(120)}`, Buffer.from('x'), 10, 10), TypeError)
     assert.throws(() => exchange('', Buffer.from('x'), 10, 10), TypeError)
     assert.throws(() => exchange('/x', 'text' as unknown as Buffer, 10, 10), TypeError)
     assert.throws(() => exchange('/x', Buffer.from('x'), -1, 10), TypeError)
     assert.throws(() => exchange('/x', Buffer.from('x'), 10, 0), TypeError)
+    assert.throws(() => exchange('/x', Buffer.from('x'), 10, 10, 'yes' as unknown as boolean), TypeError)
   })
 })

@@ -1,9 +1,9 @@
 // The CNI side of the agent: one HTTP/1.1 request over the unix socket, written and parsed by hand. A plugin
 // is a process per pod operation, so this must cost next to nothing: the exchange itself is done by a small
-// native addon (native/unix-exchange: connect, send, read until close, one deadline, on libuv's thread pool),
-// loaded only when the socket file exists. node:net and its streams cost ~4 ms to load and ~2 ms to set up a
-// connection, more than the rest of a warm agent ADD's client side; node:http never (its parser and agent
-// machinery are several ms of start-up).
+// native addon (native/unix-exchange: connect, send, read until close, one deadline, on libuv's thread pool or,
+// for a plugin process, on its main thread), loaded only when the socket file exists. node:net and its streams
+// cost ~4 ms to load and ~2 ms to set up a connection, more than the rest of a warm agent ADD's client side;
+// node:http never (its parser and agent machinery are several ms of start-up).
 //
 // What happened to a request decides what the caller may do next:
 // - `unreachable`: nothing was sent (no socket file, connection refused): use the datastore directly.
@@ -15,7 +15,20 @@ import {createRequire} from 'node:module'
 import type {ExchangeResult} from 'unix-exchange'
 import type {AgentOp, ErrorBody} from './protocol.js'
 
-type Exchange = (path: string, request: Buffer, timeoutMs: number, maxReply: number) => Promise<ExchangeResult>
+type Exchange = (
+  path: string,
+  request: Buffer,
+  timeoutMs: number,
+  maxReply: number,
+  blocking: boolean,
+) => ExchangeResult | Promise<ExchangeResult>
+
+/**
+ * require() from this module's place: in the CommonJS plugin bundles the bundle's own (bin/load-bundle.cjs makes
+ * it for the bundle's file, which import.meta.url names too), without building import.meta.url and parsing it back
+ * (~0.3 ms of a plugin's CPU); the tsc output, an ES module, has none and makes one.
+ */
+const localRequire = (): NodeJS.Require => (typeof require === 'function' ? require : createRequire(import.meta.url))
 
 /**
  * The addon on first use. Not import(): the plugin bundles run in a vm.Script without a dynamic-import hook,
@@ -24,14 +37,12 @@ type Exchange = (path: string, request: Buffer, timeoutMs: number, maxReply: num
  */
 let exchange: Exchange | undefined
 const loadExchange = (): Exchange =>
-  (exchange ??= (
-    createRequire(import.meta.url)('unix-exchange/build/Release/unix_exchange.node') as {exchange: Exchange}
-  ).exchange)
+  (exchange ??= (localRequire()('unix-exchange/build/Release/unix_exchange.node') as {exchange: Exchange}).exchange)
 
 /** ECONNREFUSED for 111; the number when the platform has no name for it. */
 function errnoName(errno: number): string {
   try {
-    return (createRequire(import.meta.url)('node:util') as typeof import('node:util')).getSystemErrorName(-errno)
+    return (localRequire()('node:util') as typeof import('node:util')).getSystemErrorName(-errno)
   } catch {
     return `errno ${errno}`
   }
@@ -97,12 +108,22 @@ function parseReply(buf: Buffer, atEnd: boolean): {status: number; body: Buffer}
   return atEnd ? {status, body: rest} : undefined
 }
 
+/**
+ * `blocking`: wait for the reply on this thread (no thread pool to start: ~0.7 ms of a plugin's CPU), for a
+ * process that has nothing else to do meanwhile; the addon still uses the thread pool when the agent listens in
+ * this very process (tests), which could not answer otherwise.
+ */
+export interface AgentRequestOptions {
+  timeoutMs?: number
+  blocking?: boolean
+}
+
 export async function agentRequest(
   socket: string,
   method: 'GET' | 'POST',
   urlPath: string,
   payload?: unknown,
-  opts: {timeoutMs?: number} = {},
+  opts: AgentRequestOptions = {},
 ): Promise<AgentOutcome> {
   const timeoutMs = opts.timeoutMs ?? AGENT_REQUEST_TIMEOUT_MS
   const body = payload === undefined ? '' : JSON.stringify(payload)
@@ -111,7 +132,7 @@ export async function agentRequest(
   const head = `${method} ${urlPath} HTTP/1.1\r\nHost: ipamctl-agent\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`
   let r: ExchangeResult
   try {
-    r = await loadExchange()(socket, Buffer.from(head + body), timeoutMs, AGENT_MAX_REPLY_BYTES)
+    r = await loadExchange()(socket, Buffer.from(head + body), timeoutMs, AGENT_MAX_REPLY_BYTES, opts.blocking === true)
   } catch (err) {
     // The addon missing (not built) or refusing the path: nothing was sent.
     return {kind: 'unreachable', reason: (err as Error).message}
@@ -143,7 +164,7 @@ export type AgentCall = (
   socket: string,
   op: AgentOp,
   payload: unknown,
-  opts?: {timeoutMs?: number},
+  opts?: AgentRequestOptions,
 ) => Promise<AgentOutcome>
 export const agentCall: AgentCall = (socket, op, payload, opts) =>
   agentRequest(socket, 'POST', `/v1/${op}`, payload, opts)

@@ -4,6 +4,7 @@
 import http from 'node:http'
 import type {Socket} from 'node:net'
 import {assignIp} from '../ipam/assign-ip.js'
+import {datastoreLocked} from '../ipam/cluster-info.js'
 import type {Ctx} from '../ipam/context.js'
 import {releaseIps} from '../ipam/release.js'
 import {addAddresses, type Allocator, checkHandleAddresses, releaseHandles} from '../node-ipam/operations.js'
@@ -17,6 +18,7 @@ import {
 import {ValidationError} from '../errors.js'
 import {isKeySegment} from '../store/keys.js'
 import type {Batcher} from './batcher.js'
+import {freshRead} from './fresh-read.js'
 import type {AgentMetrics} from './metrics.js'
 import type {Fields, Logger} from '../log/logger.js'
 import {
@@ -169,6 +171,8 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
   let inFlight = 0
   let idle: (() => void) | undefined
   const {ctx, batcher, metrics} = core
+  // The requests of a burst arrive together: one ClusterInformation read serves all that wait for it.
+  const locked = freshRead(() => datastoreLocked(ctx))
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> => {
     const url = (req.url ?? '/').split('?')[0]
@@ -208,6 +212,7 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       autoAssign: (args) => batcher.autoAssign(args, () => gone),
       assignIp: (args) => batcher.alone(() => assignIp(ctx, args)),
       releaseIps: (options) => batcher.alone(() => releaseIps(ctx, options)),
+      datastoreLocked: locked,
     }
     if (url === '/v1/assign') {
       const r = parseAssign(body)

@@ -63,6 +63,11 @@ export interface Allocator {
   autoAssign(args: AutoAssignArgs): Promise<{v4: FamilyResult; v6: FamilyResult}>
   assignIp(args: AssignIpArgs): Promise<AssignedIp>
   releaseIps(options: ReleaseOption[]): Promise<unknown>
+  /**
+   * The readiness gate's read (datastoreLocked), when the allocator shares it among requests (the agent); it must
+   * read no earlier than it was called.
+   */
+  datastoreLocked?(): Promise<boolean>
 }
 
 export function lockedAllocator(ctx: Ctx, lock: () => Unlock): Allocator {
@@ -102,7 +107,7 @@ export async function addAddresses(
   log: (line: string) => void,
 ): Promise<CniResult> {
   // Upstream's readiness gate: `datastore lock` (ClusterInformation datastoreReady=false) holds off new pods.
-  if (await datastoreLocked(ctx))
+  if (await (alloc.datastoreLocked ? alloc.datastoreLocked() : datastoreLocked(ctx)))
     throw new CniError(CNI_ERR.tryAgainLater, 'Calico is currently not ready to process requests')
   const {attrs, num4, num6} = plan
   if (plan.ip !== undefined) {

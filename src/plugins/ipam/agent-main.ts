@@ -46,12 +46,17 @@ export function heldIo(io: PluginIo): PluginIo & {stdin(): Buffer | undefined; c
 
 /**
  * ADD and DEL through the agent only; `handOver` is called (and ends the invocation) where the full plugin
- * would go on to the datastore, with the agent's answer when it was asked.
+ * would go on to the datastore, with the agent's answer when it was asked. `blocking`: the process has nothing
+ * else to do while it waits for the agent (agentRequest's option).
  */
-export function agentFirstPlugin(handOver: (agent?: {socket: string; outcome: AgentOutcome}) => never): PluginFuncs {
+export function agentFirstPlugin(
+  handOver: (agent?: {socket: string; outcome: AgentOutcome}) => never,
+  {blocking = false}: {blocking?: boolean} = {},
+): PluginFuncs {
   const asked = (socket: string) => {
     let outcome: AgentOutcome | undefined
-    const call: AgentCall = async (s, op, payload, opts) => (outcome = await agentCall(s, op, payload, opts))
+    const call: AgentCall = async (s, op, payload, opts) =>
+      (outcome = await agentCall(s, op, payload, {...opts, blocking}))
     return {call, handOver: () => handOver(outcome && {socket, outcome})}
   }
   return {
@@ -81,6 +86,8 @@ export function agentFirstPlugin(handOver: (agent?: {socket: string; outcome: Ag
  * which case this one wrote nothing.
  */
 export async function main(io?: PluginIo, stdin?: ReadStdin): Promise<number | Handover> {
+  // Without an io this is the plugin process itself (bin/plugin.cjs), which only waits for the agent's reply.
+  const blocking = io === undefined
   io ??= pluginProcessIo(stdin)
   const held = heldIo(io)
   let handover: Handover | undefined
@@ -93,10 +100,13 @@ export async function main(io?: PluginIo, stdin?: ReadStdin): Promise<number | H
       return {logger: log.logger, close() {}}
     },
   }
-  const plugin = agentFirstPlugin((agent) => {
-    handover = {stdin: held.stdin() ?? Buffer.alloc(0), agent}
-    throw new HandedOver('handed over to the full plugin')
-  })
+  const plugin = agentFirstPlugin(
+    (agent) => {
+      handover = {stdin: held.stdin() ?? Buffer.alloc(0), agent}
+      throw new HandedOver('handed over to the full plugin')
+    },
+    {blocking},
+  )
   try {
     const code = await pluginMain(plugin, held, info)
     if (handover) return handover

@@ -130,6 +130,20 @@ describe('agentRequest outcomes', () => {
     assert.ok(Date.now() - t0 < 2000)
     await d.close().catch(() => {})
   })
+
+  it('blocking: an agent in this very process still answers, and nothing listening is still unreachable', async () => {
+    const a = await fakeAgent((_req, res) => res.writeHead(200, {'Content-Type': 'application/json'}).end('{"x":2}'))
+    assert.deepEqual(await agentRequest(a.file, 'POST', '/v1/assign', {}, {blocking: true}), {
+      kind: 'answered',
+      status: 200,
+      body: {x: 2},
+    })
+    await a.close()
+    assert.deepEqual(await agentRequest(staleSocket(), 'GET', '/v1/status', undefined, {blocking: true}), {
+      kind: 'unreachable',
+      reason: 'ECONNREFUSED',
+    })
+  })
 })
 
 describe('ipamctl-ipam with an agent socket (in-process)', () => {
