@@ -1,7 +1,5 @@
-import fs from 'node:fs'
 import os from 'node:os'
 import {Flags} from '@oclif/core'
-import {netnsLiveness} from '../../lib/workload/endpoint.js'
 import {terminalProgress} from '../../cli/progress.js'
 import {BaseCommand} from '../../cli/base.js'
 import {type CheckAllocation, checkIpam, type CheckResult} from '../../lib/ipam/check.js'
@@ -47,7 +45,8 @@ export default class IpamCheck extends BaseCommand {
     const node = flags.node ?? os.hostname()
     const r = await checkIpam(ctx, {
       onProgress: progress && ((phase, done, total) => progress.update(phase, done, total)),
-      nodeNetnsExists: netnsLiveness(node, (p) => fs.existsSync(p)),
+      netnsNode: node,
+      endpointThread: true,
     })
     progress?.clear()
     this.out(checkText(r, {all, problemIps}))

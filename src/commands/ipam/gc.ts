@@ -48,7 +48,8 @@ export default class IpamGc extends BaseCommand {
     const progress = terminalProgress()
     const plan = await planGc(ctx, {
       graceMs,
-      nodeNetnsExists: liveness,
+      netnsNode: node,
+      endpointThread: true,
       here: {node, exists},
       onProgress: progress && ((phase, done, total) => progress.update(phase, done, total)),
     })

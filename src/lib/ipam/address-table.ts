@@ -21,18 +21,51 @@ export const keyText = (k: AddressKey): string => (typeof k === 'number' ? v4Tex
  */
 export type Owner = string | number
 
+/** An AddressTable's contents as plain data, which postMessage can copy (`AddressTable.contents`). */
+export interface AddressTableContents {
+  count: number
+  v4: Uint32Array<ArrayBuffer>
+  flags: Uint8Array<ArrayBuffer>
+  owners: (Owner | Owner[])[]
+  slots: Int32Array<ArrayBuffer>
+  v6: Map<string, number>
+  v6Text: string[]
+}
+
 export class AddressTable {
   private count = 0
   /** Per entry: the IPv4 address (0 for IPv6 entries), flags, and the owner or owners. */
   private v4 = new Uint32Array(1024)
   private flags = new Uint8Array(1024)
-  private readonly owners: (Owner | Owner[])[] = []
+  private owners: (Owner | Owner[])[] = []
   /** IPv4 slots: entry + 1, 0 when free. Kept at most half full. */
   private slots = new Int32Array(2048)
-  private readonly v6 = new Map<string, number>()
-  private readonly v6Text: string[] = []
+  private v6 = new Map<string, number>()
+  private v6Text: string[] = []
 
   constructor(private readonly ownerText: (ref: number) => string = String) {}
+
+  /**
+   * The table as plain data, for another thread (its typed arrays' buffers can be transferred): the table itself
+   * must not be used afterwards.
+   */
+  contents(): AddressTableContents {
+    const {count, v4, flags, owners, slots, v6, v6Text} = this
+    return {count, v4, flags, owners, slots, v6, v6Text}
+  }
+
+  /** The table whose `contents()` these are, with its owner numbers turned into text by `ownerText`. */
+  static from(c: AddressTableContents, ownerText: (ref: number) => string = String): AddressTable {
+    const t = new AddressTable(ownerText)
+    t.count = c.count
+    t.v4 = c.v4
+    t.flags = c.flags
+    t.owners = c.owners
+    t.slots = c.slots
+    t.v6 = c.v6
+    t.v6Text = c.v6Text
+    return t
+  }
 
   get size(): number {
     return this.count

@@ -2,11 +2,22 @@
 // from live state, plus two affinity checks upstream lacks. An address is in use when a workload endpoint
 // lists it, a Node record names it as a tunnel address, or it is a Windows reservation. Nothing here writes;
 // `ipam gc` acts on the result, and `release --from-report` on the report built from it (check-report.ts).
+import fs from 'node:fs'
+import {createRequire} from 'node:module'
+import path from 'node:path'
+import {pathToFileURL} from 'node:url'
+import {Worker} from 'node:worker_threads'
 import {parseJson} from '../codec/gojson.js'
 import {type Cidr, containsIp, formatCidr, formatIp, type Ip, parseIp, tryParseIp} from '../net/cidr.js'
+import {packageRoot} from '../package-root.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
-import {forEachKv, type KeyValue} from '../store/store.js'
-import {decodeWorkloadEndpoint, type EndpointAddresses, scanEndpointAddresses} from '../workload/endpoint.js'
+import {forEachKv, type KeyValue, type Scan, type Store} from '../store/store.js'
+import {
+  decodeWorkloadEndpoint,
+  type EndpointAddresses,
+  netnsLiveness,
+  scanEndpointAddresses,
+} from '../workload/endpoint.js'
 import {
   type Block,
   type BlockSummary,
@@ -19,7 +30,7 @@ import {
   summarizeBlock,
   WINDOWS_RESERVED_HANDLE,
 } from './block.js'
-import {type AddressKey, AddressTable, keyText} from './address-table.js'
+import {type AddressKey, AddressTable, type AddressTableContents, keyText} from './address-table.js'
 import {type Ctx, listPools} from './context.js'
 import {NameSet} from './name-set.js'
 import {nodeTunnelAddresses} from './node.js'
@@ -113,6 +124,19 @@ export interface CheckOptions {
    * endpoint's node); an endpoint for which it returns false does not own its addresses. Absent: all do.
    */
   nodeNetnsExists?: (wep: EndpointAddresses) => boolean
+  /**
+   * This machine's node name: its endpoints whose recorded network namespace no longer exists own nothing
+   * (`netnsLiveness` with fs.existsSync). The same test as a `nodeNetnsExists`, but one a worker thread can be
+   * given; `nodeNetnsExists` wins when both are set.
+   */
+  netnsNode?: string
+  /**
+   * Read the Node records and workload endpoints on a worker thread while this one reads the rest: an embedded
+   * store file only, and not with `nodeNetnsExists` (a function cannot be sent to a thread). The result is the
+   * same; see checkIpam for how it stays one snapshot. For a process that runs one check (the commands), not
+   * for one whose store connection is busy with other work.
+   */
+  endpointThread?: boolean
   /** Called while blocks are scanned, for a progress indicator. */
   onProgress?: (phase: string, done: number, total: number) => void
 }
@@ -122,9 +146,8 @@ const NODE_PREFIX = keys.resourcePrefix('nodes')
 
 export const CLUSTER_INFO_KEY = `${keys.resourcePrefix('clusterinformations')}default`
 
-/** Read ClusterInformation `default` directly; the lock commands own writing it. */
-async function readClusterInfo(ctx: Ctx): Promise<ClusterInfo> {
-  const kv = await ctx.store.get(CLUSTER_INFO_KEY)
+/** ClusterInformation `default` as read directly (the lock commands own writing it), or its absence. */
+function clusterInfo(kv: KeyValue | undefined): ClusterInfo {
   if (!kv) return {guid: '', locked: false, revision: '', clusterType: ''}
   let spec: Record<string, unknown> = {}
   try {
@@ -199,7 +222,7 @@ const NAMES_PAGE = 256
  * which would keep the whole record's text alive.
  */
 export class WorkloadNames {
-  private readonly pages: string[] = []
+  private pages: string[] = []
   private pending: string[] = []
   private pendingLength = 0
   /** Per number: its page and where its `<ns>/<name>` starts and ends there. */
@@ -235,6 +258,30 @@ export class WorkloadNames {
     this.pending = []
     this.pendingLength = 0
   }
+
+  /** The names as plain data, for another thread (see AddressTable.contents); not to be used afterwards. */
+  contents(): WorkloadNamesContents {
+    if (this.pending.length > 0) this.flush()
+    return {pages: this.pages, pageOf: this.pageOf, starts: this.starts, ends: this.ends, count: this.count}
+  }
+
+  static from(c: WorkloadNamesContents): WorkloadNames {
+    const names = new WorkloadNames()
+    names.pages = c.pages
+    names.pageOf = c.pageOf
+    names.starts = c.starts
+    names.ends = c.ends
+    names.count = c.count
+    return names
+  }
+}
+
+export interface WorkloadNamesContents {
+  pages: string[]
+  pageOf: Uint32Array<ArrayBuffer>
+  starts: Uint32Array<ArrayBuffer>
+  ends: Uint32Array<ArrayBuffer>
+  count: number
 }
 
 function grown(a: Uint32Array): Uint32Array<ArrayBuffer> {
@@ -248,7 +295,7 @@ function grown(a: Uint32Array): Uint32Array<ArrayBuffer> {
  * shared datastore), then workload endpoints, each visited one at a time (check never holds them all). There
  * are no Kubernetes Services, so these are the only owners besides the Windows reservation.
  */
-class EndpointOwners {
+class EndpointOwners implements FoundOwners {
   private readonly workloads = new WorkloadNames()
   /** Address → `Node(<name>)` / `Workload(<ns>/<name>)` of each record naming it. */
   readonly owned = new AddressTable((ref) => this.workloads.text(ref))
@@ -262,6 +309,23 @@ class EndpointOwners {
     private readonly nodeNetnsExists?: CheckOptions['nodeNetnsExists'],
   ) {
     this.inActivePool = poolMembership(active)
+  }
+
+  /**
+   * The scans that fill this in, in this order: nodes before endpoints, as calicoctl loads them (an address with
+   * both owners lists the node first).
+   */
+  scans(): {prefix: string; visit: (kv: KeyValue) => void}[] {
+    return [
+      {prefix: NODE_PREFIX, visit: (kv) => this.visitNode(kv)},
+      {prefix: ENDPOINT_PREFIX, visit: (kv) => this.visit(kv)},
+    ]
+  }
+
+  /** What was found, for another thread; this is not to be used afterwards. */
+  contents(): FoundOwnersContents {
+    const {nodeTunnelIps, workloadIps, gone} = this
+    return {owned: this.owned.contents(), names: this.workloads.contents(), nodeTunnelIps, workloadIps, gone}
   }
 
   visitNode(kv: KeyValue): void {
@@ -301,6 +365,125 @@ class EndpointOwners {
       this.owned.add(key, owner, pooled)
     }
   }
+}
+
+/** What check takes from the endpoint scan (EndpointOwners, here or on the endpoint thread). */
+interface FoundOwners {
+  readonly owned: AddressTable
+  readonly nodeTunnelIps: number
+  readonly workloadIps: number
+  readonly gone: GoneEndpoint[]
+}
+
+/** FoundOwners as postMessage copies them. */
+export interface FoundOwnersContents {
+  owned: AddressTableContents
+  names: WorkloadNamesContents
+  nodeTunnelIps: number
+  workloadIps: number
+  gone: GoneEndpoint[]
+}
+
+function foundOwners(c: FoundOwnersContents): FoundOwners {
+  const names = WorkloadNames.from(c.names)
+  return {...c, owned: AddressTable.from(c.owned, (ref) => names.text(ref))}
+}
+
+/** What the endpoint thread (check-thread.ts) is given. */
+export interface EndpointThreadData {
+  file: string
+  active: Cidr[]
+  netnsNode?: string
+}
+
+/** The endpoint thread's messages: the revision of its snapshot (before it reads anything), then what it found. */
+export type EndpointThreadMessage = {revision: bigint} | {found: FoundOwnersContents}
+
+/**
+ * The endpoint thread's work, on its own connection to the store file (`store`): it posts the revision of its
+ * snapshot first, then the owners it found, their typed arrays moved rather than copied.
+ */
+export async function scanEndpointsForThread(
+  store: Store,
+  data: EndpointThreadData,
+  post: (m: EndpointThreadMessage, transfer?: ArrayBuffer[]) => void,
+): Promise<void> {
+  if (!store.eachAtRevision) throw new Error('internal: the endpoint thread needs an embedded store')
+  const live = data.netnsNode === undefined ? undefined : netnsLiveness(data.netnsNode, (p) => fs.existsSync(p))
+  const owners = new EndpointOwners(data.active, live)
+  await store.eachAtRevision((revision) => {
+    post({revision})
+    return owners.scans()
+  })
+  const found = owners.contents()
+  const {owned, names} = found
+  post({found}, [
+    owned.v4.buffer,
+    owned.flags.buffer,
+    owned.slots.buffer,
+    names.pageOf.buffer,
+    names.starts.buffer,
+    names.ends.buffer,
+  ])
+}
+
+interface EndpointThread {
+  /** The revision of the thread's snapshot; undefined when the thread failed before it had one. */
+  revision: Promise<bigint | undefined>
+  found: Promise<FoundOwners>
+  stop(): void
+}
+
+/**
+ * The module the endpoint thread runs: check-thread beside this file under tsc's output (.js) or the sources
+ * (.ts, run through tsx); from the CLI bundle (dist/cli-bundle/), tsc's output, which ships beside it.
+ */
+function endpointThreadModule(): URL {
+  const here = import.meta.url
+  for (const ext of ['.js', '.ts'])
+    if (here.endsWith(`/lib/ipam/check${ext}`)) return new URL(`./check-thread${ext}`, here)
+  return pathToFileURL(path.join(packageRoot(), 'dist', 'lib', 'ipam', 'check-thread.js'))
+}
+
+function startEndpointThread(data: EndpointThreadData): EndpointThread {
+  let revision!: (r: bigint | undefined) => void
+  let found!: (f: FoundOwners) => void
+  let failed!: (e: Error) => void
+  const thread: EndpointThread = {
+    revision: new Promise((resolve) => {
+      revision = resolve
+    }),
+    found: new Promise((resolve, reject) => {
+      found = resolve
+      failed = reject
+    }),
+    stop: () => void worker.terminate(),
+  }
+  // Settled whether or not anyone waits for it (a thread not used is stopped): never an unhandled rejection.
+  thread.found.catch(() => {})
+  const module = endpointThreadModule()
+  // The sources run through tsx (tests, benches): a worker does not get the hooks that --import tsx registered
+  // (Node 20), so it registers them with tsx's API first, the ES module beside tsx's main one (the require()
+  // resolution finds the main module only).
+  const worker = module.href.endsWith('.ts')
+    ? new Worker(
+        `import(${JSON.stringify(new URL('esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx'))).href)}).then((t) => t.register()).then(() => import(${JSON.stringify(module.href)}))`,
+        {eval: true, workerData: data},
+      )
+    : new Worker(module, {workerData: data})
+  worker.on('message', (m: EndpointThreadMessage) => {
+    if ('revision' in m) revision(m.revision)
+    else found(foundOwners(m.found))
+  })
+  const end = (err: Error) => {
+    revision(undefined)
+    failed(err)
+  }
+  worker.on('error', end)
+  worker.on('exit', (code) =>
+    end(new Error(`internal: the endpoint thread of ipam check ended (exit ${code}) without its result`)),
+  )
+  return thread
 }
 
 const COOLING_DOWN = 1
@@ -472,43 +655,79 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   const active = pools.filter((p) => !p.spec.disabled).map((p) => p.cidr)
 
   // Endpoints, blocks and handles are each streamed, never held decoded (100,000 of each would dominate check's
-  // peak memory); only the blocks' text is kept, for the details (BlockScan). etcd runs the endpoints beside
-  // blocks-then-handles; the embedded store one after the other.
-  const endpoints = new EndpointOwners(active, opts.nodeNetnsExists)
+  // peak memory); only the blocks' text is kept, for the details (BlockScan).
+  const nodeNetnsExists =
+    opts.nodeNetnsExists ??
+    (opts.netnsNode === undefined ? undefined : netnsLiveness(opts.netnsNode, (p) => fs.existsSync(p)))
+  const endpoints = new EndpointOwners(active, nodeNetnsExists)
   const scan = new BlockScan(now)
   const leakedHandles: CheckResult['leakedHandles'] = []
   let handlesWithMatches = 0
   const handlePrefix = keys.handlePrefix()
   const progress = (done: number) => opts.onProgress?.('Checking blocks', done, Math.max(done, blockTotal))
-  const [, , affinityKvs, cluster] = await Promise.all([
-    // Nodes before endpoints, as calicoctl loads them: an address with both owners lists the node first.
-    (async () => {
-      await forEachKv(ctx.store, NODE_PREFIX, (kv) => endpoints.visitNode(kv))
-      await forEachKv(ctx.store, ENDPOINT_PREFIX, (kv) => endpoints.visit(kv))
-    })(),
-    (async () => {
-      await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
-        progress(scan.visited)
-        scan.visit(kv)
-      })
+  const visitBlock = (kv: KeyValue) => {
+    progress(scan.visited)
+    scan.visit(kv)
+  }
+  // Only keys and revisions matter, so handle values are never read. What is left of `referenced` afterwards
+  // has no handle record. The name is sliced out of the key only for a leaked handle.
+  const visitHandle = (kv: KeyValue) => {
+    if (scan.referenced.matchTail(kv.key, handlePrefix.length)) handlesWithMatches++
+    else leakedHandles.push({id: kv.key.slice(handlePrefix.length), revision: kv.modRevision})
+  }
+  let found: FoundOwners = endpoints
+  let affinityKvs: KeyValue[] = []
+  let cluster: ClusterInfo
+  const store = ctx.store
+  if (store.eachAtRevision) {
+    // The embedded store: everything in one read snapshot. With the endpoint thread, the thread reads the Node
+    // records and endpoints on its own connection while this one reads the rest; its work is used only when its
+    // snapshot has this one's revision (then both read the same records, see Store.eachAtRevision). This one
+    // waits for the thread's revision before it starts, so only a write in between makes them differ: then the
+    // endpoints are read here too, in this snapshot, and the thread is stopped.
+    const thread =
+      opts.endpointThread && !opts.nodeNetnsExists && store.file !== undefined
+        ? startEndpointThread({file: store.file, active, netnsNode: opts.netnsNode})
+        : undefined
+    const theirs = await thread?.revision
+    let here = true
+    let clusterKv: KeyValue | undefined
+    const affinities: KeyValue[] = []
+    const plan = function* (revision: bigint): Generator<Scan> {
+      here = revision !== theirs
+      if (here) yield* endpoints.scans()
+      yield {prefix: keys.blockPrefix(), visit: visitBlock}
       progress(scan.visited)
-      // Only keys and revisions matter, so handle values are never read. What is left of `referenced`
-      // afterwards has no handle record.
-      await forEachKv(
-        ctx.store,
-        handlePrefix,
-        (kv) => {
-          // The name is sliced out of the key only for a leaked handle.
-          if (scan.referenced.matchTail(kv.key, handlePrefix.length)) handlesWithMatches++
-          else leakedHandles.push({id: kv.key.slice(handlePrefix.length), revision: kv.modRevision})
+      yield {prefix: handlePrefix, visit: visitHandle, keysOnly: true}
+      yield {prefix: keys.allHostAffinitiesPrefix(), visit: (kv) => affinities.push(kv)}
+      yield {
+        prefix: CLUSTER_INFO_KEY,
+        visit: (kv) => {
+          if (kv.key === CLUSTER_INFO_KEY) clusterKv = kv
         },
-        {keysOnly: true},
-      )
-    })(),
-    ctx.store.list(keys.allHostAffinitiesPrefix()),
-    readClusterInfo(ctx),
-  ])
-  const {owned, nodeTunnelIps, workloadIps, gone: goneEndpoints} = endpoints
+      }
+    }
+    await store.eachAtRevision(plan)
+    if (!here) found = await thread!.found
+    else thread?.stop()
+    affinityKvs = affinities
+    cluster = clusterInfo(clusterKv)
+  } else {
+    // etcd runs the endpoints beside blocks-then-handles.
+    ;[, , affinityKvs, cluster] = await Promise.all([
+      (async () => {
+        for (const s of endpoints.scans()) await forEachKv(store, s.prefix, s.visit)
+      })(),
+      (async () => {
+        await forEachKv(store, keys.blockPrefix(), visitBlock)
+        progress(scan.visited)
+        await forEachKv(store, handlePrefix, visitHandle, {keysOnly: true})
+      })(),
+      store.list(keys.allHostAffinitiesPrefix()),
+      store.get(CLUSTER_INFO_KEY).then(clusterInfo),
+    ])
+  }
+  const {owned, nodeTunnelIps, workloadIps, gone: goneEndpoints} = found
   const {blocks, invalidBlocks, blockCidrs, hostAffine, perNode} = scan
   scan.owned = owned
   const missingHandles = scan.referenced.unmatched().sort()

@@ -97,7 +97,10 @@ const candidate = (a: CheckAllocation): GcCandidate => ({
  */
 export async function planGc(
   ctx: Ctx,
-  opts: {graceMs: number; here?: NetnsJudge} & Pick<CheckOptions, 'nodeNetnsExists' | 'onProgress'>,
+  opts: {graceMs: number; here?: NetnsJudge} & Pick<
+    CheckOptions,
+    'nodeNetnsExists' | 'netnsNode' | 'endpointThread' | 'onProgress'
+  >,
 ): Promise<GcPlan> {
   const r = await checkIpam(ctx, opts)
   const cutoff = ctx.clock.now().getTime() - opts.graceMs

@@ -21,16 +21,16 @@ export class CreateOnWriteStore implements Store {
   private inner?: SqliteStore
 
   constructor(
-    private readonly file: string,
+    private readonly storeFile: string,
     private readonly opts: {busyTimeoutMs?: number; onCreated?: (file: string) => void},
   ) {
-    this.description = embeddedDescription(file)
+    this.description = embeddedDescription(storeFile)
   }
 
   /** The real store once the file exists (made by us or by anyone else), else undefined. */
   private existing(): SqliteStore | undefined {
-    if (!this.inner && storeFileExists(this.file))
-      this.inner = SqliteStore.open(this.file, {...this.opts, mode: 'update'})
+    if (!this.inner && storeFileExists(this.storeFile))
+      this.inner = SqliteStore.open(this.storeFile, {...this.opts, mode: 'update'})
     return this.inner
   }
 
@@ -82,7 +82,7 @@ export class CreateOnWriteStore implements Store {
   }
 
   async txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult> {
-    if (ops.length > 0) this.inner ??= SqliteStore.open(this.file, {...this.opts, mode: 'create'})
+    if (ops.length > 0) this.inner ??= SqliteStore.open(this.storeFile, {...this.opts, mode: 'create'})
     const s = this.existing()
     if (s) return s.txn(conditions, ops)
     // Guards against the empty store: no key exists and nothing was ever written.

@@ -40,6 +40,7 @@ export class SqliteStore implements Store {
   // A deferred (read) transaction: WAL gives it one snapshot without blocking or waiting for writers.
   private readonly readSnapshot: (req: ReadRequest) => ReadResult
   private readonly scanSnapshot: (scans: Iterable<Scan>) => void
+  private readonly scanAtRevision: (plan: (revision: bigint) => Iterable<Scan>) => bigint
 
   private constructor(
     readonly file: string,
@@ -83,15 +84,15 @@ export class SqliteStore implements Store {
     )
     this.readSnapshot = (req) => reads.deferred(req)
     // One deferred transaction: SQLite's read snapshot (WAL) holds from its first read to its end.
-    const scans = db.transaction((all: Iterable<Scan>): void => {
-      for (const s of all) {
-        if ('count' in s) s.count(countUnder(st, s.prefix))
-        else
-          for (const r of rangesOutside(s.prefix, s.except ?? []))
-            visitRows(st, s.prefix, s.keysOnly === true, s.visit, r.from, r.to)
-      }
-    })
+    const scans = db.transaction((all: Iterable<Scan>): void => runScans(st, all))
     this.scanSnapshot = (all) => scans.deferred(all)
+    // The revision is the transaction's first read, so it is the revision of the snapshot the scans read.
+    const atRevision = db.transaction((plan: (revision: bigint) => Iterable<Scan>): bigint => {
+      const revision = st.current.get() as bigint
+      runScans(st, plan(revision))
+      return revision
+    })
+    this.scanAtRevision = (plan) => atRevision.deferred(plan)
   }
 
   /**
@@ -177,6 +178,10 @@ export class SqliteStore implements Store {
 
   async eachAtOnce(scans: Iterable<Scan>): Promise<void> {
     this.run(() => this.scanSnapshot(scans))
+  }
+
+  async eachAtRevision(plan: (revision: bigint) => Iterable<Scan>): Promise<bigint> {
+    return this.run(() => this.scanAtRevision(plan))
   }
 
   private scan(columns: 'key' | 'all', prefix: string): unknown[] {
@@ -500,6 +505,16 @@ function visitRows(
     else for (const r of page) visit({key: r[0] as string, value: r[1] as string, modRevision: r[2] as bigint})
     if (page.length < VISIT_PAGE) return
     page = (keysOnly ? st.nextKeysPage : st.nextRowsPage).all(page[page.length - 1]![0], end) as unknown[][]
+  }
+}
+
+/** The scans of `eachAtOnce`, one after the other, in the caller's read transaction. */
+function runScans(st: ReturnType<typeof prepareStatements>, all: Iterable<Scan>): void {
+  for (const s of all) {
+    if ('count' in s) s.count(countUnder(st, s.prefix))
+    else
+      for (const r of rangesOutside(s.prefix, s.except ?? []))
+        visitRows(st, s.prefix, s.keysOnly === true, s.visit, r.from, r.to)
   }
 }
 

@@ -157,6 +157,15 @@ export interface Store {
    * is then a keys-only walk, and `except` a filter).
    */
   eachAtOnce?(scans: Iterable<Scan>): Promise<void>
+  /**
+   * Optional: `eachAtOnce` told the store revision of its snapshot before it reads anything (`plan` is called
+   * with it and returns the scans); resolves with that revision. The embedded store bumps its revision in every
+   * transaction that writes, so two of its connections whose snapshots have one revision read the same records:
+   * `ipam check` relies on it to read part of the store on a worker thread (see checkIpam).
+   */
+  eachAtRevision?(plan: (revision: bigint) => Iterable<Scan>): Promise<bigint>
+  /** The embedded store's file, which another connection (a worker thread's) can open; undefined for others. */
+  readonly file?: string
   /** All ops apply atomically iff every condition holds. */
   txn(conditions: readonly Condition[], ops: readonly WriteOp[]): Promise<TxnResult>
   revision(): Promise<bigint>
