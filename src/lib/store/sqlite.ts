@@ -434,7 +434,15 @@ function ensureDir(dir: string): void {
     if (parent === d) break
     d = parent
   }
-  for (const m of missing) fs.mkdirSync(m, {mode: 0o700})
+  for (const m of missing) {
+    try {
+      fs.mkdirSync(m, {mode: 0o700})
+    } catch (err) {
+      // Another process creating the same store made it first (four writers racing on a missing path): a
+      // directory there is what we wanted; anything else is still an error.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || !fs.lstatSync(m).isDirectory()) throw err
+    }
+  }
 }
 
 function prepareStatements(db: Database.Database) {
