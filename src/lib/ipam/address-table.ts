@@ -163,7 +163,8 @@ function slotOf(n: number, mask: number): number {
   return (h ^ (h >>> 16)) & mask
 }
 
-function grown<T extends Uint32Array | Uint8Array>(from: T, to: T): T {
+/** `to` with `from` copied to its start: a typed array grown (check's tables double theirs when full). */
+export function grown<T extends Uint32Array | Int32Array | Uint8Array>(from: T, to: T): T {
   to.set(from)
   return to
 }

@@ -30,7 +30,7 @@ import {
   summarizeBlock,
   WINDOWS_RESERVED_HANDLE,
 } from './block.js'
-import {type AddressKey, AddressTable, type AddressTableContents, keyText} from './address-table.js'
+import {type AddressKey, AddressTable, type AddressTableContents, grown, keyText} from './address-table.js'
 import {type Ctx, listPools} from './context.js'
 import {NameSet} from './name-set.js'
 import {nodeTunnelAddresses} from './node.js'
@@ -234,9 +234,9 @@ export class WorkloadNames {
   add(namespace: string, name: string): number {
     const ref = this.count++
     if (ref === this.ends.length) {
-      this.pageOf = grown(this.pageOf)
-      this.starts = grown(this.starts)
-      this.ends = grown(this.ends)
+      this.pageOf = grown(this.pageOf, new Uint32Array(this.pageOf.length * 2))
+      this.starts = grown(this.starts, new Uint32Array(this.starts.length * 2))
+      this.ends = grown(this.ends, new Uint32Array(this.ends.length * 2))
     }
     this.pageOf[ref] = this.pages.length
     this.starts[ref] = this.pendingLength
@@ -282,12 +282,6 @@ export interface WorkloadNamesContents {
   starts: Uint32Array<ArrayBuffer>
   ends: Uint32Array<ArrayBuffer>
   count: number
-}
-
-function grown(a: Uint32Array): Uint32Array<ArrayBuffer> {
-  const b = new Uint32Array(a.length * 2)
-  b.set(a)
-  return b
 }
 
 /**

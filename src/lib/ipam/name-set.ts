@@ -3,6 +3,7 @@
 // and every key sliced to its name first). Here each name's hash is computed once, four characters at a time, and
 // kept beside it in a typed array, so a probe compares numbers and reads a name only when the hashes agree; a key
 // is looked up from an offset, without slicing out its name.
+import {grown} from './address-table.js'
 
 const EMPTY = 0
 
@@ -93,9 +94,4 @@ export class NameSet {
     this.slots = new Int32Array(size)
     for (let e = 0; e < this.names.length; e++) this.place(e)
   }
-}
-
-function grown<T extends Int32Array | Uint8Array>(from: T, to: T): T {
-  to.set(from)
-  return to
 }
