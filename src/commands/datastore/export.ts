@@ -32,7 +32,7 @@ Everything comes from one consistent read of the store, which is only read. Keys
     const onProgress = progress && ((phase: string, done: number, total: number) => progress.update(phase, done, total))
     // Written as it is read: the text of a large store is never held whole (writeExport).
     const r = flags.output
-      ? await writeExportFile(flags.output, (write) => writeExport(ctx.store, write, {onProgress}))
+      ? await writeExportFile(flags.output, (sink) => writeExport(ctx.store, sink, {onProgress}))
       : await writeExport(ctx.store, (chunk) => process.stdout.write(chunk), {onProgress})
     progress?.clear()
     if (r.skipped.length > 0)

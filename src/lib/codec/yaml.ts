@@ -134,7 +134,9 @@ export function yamlListItemOfJson(
     if (text.charCodeAt(t.i) !== 123) return undefined
     if (t.object('    ', '  - ', true, false) === 0) return undefined
     t.ws()
-    return t.i === text.length ? t.out : undefined
+    // Joined once: a string grown by `+=` is a rope of small pieces, which costs the collector dearly when it
+    // outlives a young-generation collection (datastore export hands pages of items to its writer thread).
+    return t.i === text.length ? t.out.join('') : undefined
   } catch (err) {
     if (err === OUTSIDE) return undefined
     throw err
@@ -144,7 +146,7 @@ export function yamlListItemOfJson(
 /** yamlListItemOfJson's reader: a position in the text and the lines written so far. */
 class JsonToYaml {
   i = 0
-  out = ''
+  readonly out: string[] = []
   constructor(
     private readonly text: string,
     private readonly drop: {readonly member: string; readonly keys: readonly string[]} | undefined,
@@ -233,11 +235,11 @@ class JsonToYaml {
         if (c === 91) this.array(indent, lead, k)
         else if (c === 123) {
           const mark = this.out.length
-          this.out += `${lead}${k}:\n`
+          this.out.push(`${lead}${k}:\n`)
           const dropHere = top && this.drop !== undefined && k === this.drop.member
           if (this.object(`${indent}  `, `${indent}  `, false, dropHere) === 0)
-            this.out = `${this.out.slice(0, mark)}${lead}${k}: {}\n`
-        } else this.out += `${lead}${k}: ${this.scalar()}\n`
+            this.out.splice(mark, this.out.length - mark, `${lead}${k}: {}\n`)
+        } else this.out.push(`${lead}${k}: ${this.scalar()}\n`)
         lead = indent
         lines++
       }
@@ -256,17 +258,17 @@ class JsonToYaml {
     this.ws()
     if (text.charCodeAt(this.i) === 93) {
       this.i++
-      this.out += `${lead}${key}: []\n`
+      this.out.push(`${lead}${key}: []\n`)
       return
     }
-    this.out += `${lead}${key}:\n`
+    this.out.push(`${lead}${key}:\n`)
     const inner = `${indent}  `
     for (;;) {
       const e = text.charCodeAt(this.i)
       if (e === 123) {
-        if (this.object(`${inner}  `, `${inner}- `, false, false) === 0) this.out += `${inner}- {}\n`
+        if (this.object(`${inner}  `, `${inner}- `, false, false) === 0) this.out.push(`${inner}- {}\n`)
       } else if (e === 91) throw OUTSIDE
-      else this.out += `${inner}- ${this.scalar()}\n`
+      else this.out.push(`${inner}- ${this.scalar()}\n`)
       this.ws()
       const sep = text.charCodeAt(this.i++)
       if (sep === 93) return

@@ -4,7 +4,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import {compactJson, compareBytes, encodeJson, indentJson, parseJson, rawMembers} from '../codec/gojson.js'
-import {loadYaml, yamlListItem, yamlListItemOfJson} from '../codec/yaml.js'
+import {loadYaml} from '../codec/yaml.js'
 import {ValidationError} from '../errors.js'
 import {letSignalsIn} from '../interrupt.js'
 import {decodeBlock} from '../ipam/block.js'
@@ -18,7 +18,9 @@ import {randomUuid} from '../random.js'
 import {CALICO_PREFIX} from '../store/admin.js'
 import {isKeySegment, keys, parseAffinityKey, parseBlockKey} from '../store/keys.js'
 import {MemoryStore} from '../store/memory.js'
-import {eachAtOnce, type KeyValue, type Scan, type Store, type WriteOp} from '../store/store.js'
+import {eachAtOnce, type Scan, type Store, type WriteOp} from '../store/store.js'
+import {IPAM_SEPARATOR, ipamEntry, LOCAL_METADATA, PAGE_CHARS, PAGE_ROWS, type Page} from './export-format.js'
+import {type ExportSink, textSink, threadSink} from './export-sink.js'
 
 const RESOURCES = '/calico/resources/v3/projectcalico.org/'
 const IPAM = '/calico/ipam/v2/'
@@ -63,9 +65,6 @@ function pluralOf(kind: string): string {
   return l.endsWith('y') ? `${l.slice(0, -1)}ies` : `${l}s`
 }
 
-/** Metadata that only means something inside one datastore: stripped on export, as upstream does. */
-const LOCAL_METADATA = ['uid', 'resourceVersion', 'creationTimestamp']
-
 export interface ExportSummary {
   counts: {resources: number; blocks: number; affinities: number; handles: number; config: number}
   /** Keys under /calico/ that the format has no place for (left out, and reported). */
@@ -74,54 +73,6 @@ export interface ExportSummary {
 
 export interface ExportResult extends ExportSummary {
   text: string
-}
-
-const STRIPPED = {member: 'metadata', keys: LOCAL_METADATA}
-
-/**
- * One v3 object of the export: its local metadata stripped, as upstream's export does. Written from the stored
- * text when yamlListItemOfJson can (the common resource), else parsed and written by yamlListItem.
- */
-function exportedItem(kv: KeyValue): string {
-  const direct = yamlListItemOfJson(kv.value, STRIPPED)
-  if (direct !== undefined) return direct
-  const obj = parseJson(kv.value) as Obj
-  if (isObj(obj.metadata)) for (const k of LOCAL_METADATA) delete obj.metadata[k]
-  return yamlListItem(obj)
-}
-
-function ipamEntry(kv: KeyValue): string {
-  // Very old affinities have an empty value, which upstream reads as confirmed.
-  const value = kv.value.trim() === '' ? '{"state":"confirmed","deleted":false}' : compactJson(kv.value)
-  return `{"Key":${encodeJson(kv.key)},"Value":${value},"TTL":0}`
-}
-
-/** Export text is handed on in pieces of this many bytes (UTF-8). */
-const CHUNK_BYTES = 1 << 20
-
-/** Encodes small strings straight into a buffer and hands it on when full: no large joined string. */
-class Chunks {
-  private buf = Buffer.allocUnsafe(CHUNK_BYTES)
-  private used = 0
-  constructor(private readonly sink: (chunk: Uint8Array) => void) {}
-  push(s: string): void {
-    // UTF-8 takes at most 3 bytes per UTF-16 unit.
-    if (this.used + s.length * 3 > CHUNK_BYTES) {
-      this.flush()
-      if (s.length * 3 > CHUNK_BYTES) {
-        this.sink(Buffer.from(s))
-        return
-      }
-    }
-    this.used += this.buf.write(s, this.used, 'utf8')
-  }
-  flush(): void {
-    if (this.used === 0) return
-    // A new buffer each time: the sink may keep the one it was given (a pipe that is not ready yet).
-    this.sink(this.buf.subarray(0, this.used))
-    this.buf = Buffer.allocUnsafe(CHUNK_BYTES)
-    this.used = 0
-  }
 }
 
 /** The plural a resource key is filed under (its first segment after the v3 prefix). */
@@ -157,18 +108,50 @@ const BULK = [`${RESOURCES}workloadendpoints/`, keys.blockPrefix(), keys.handleP
 const inBulk = (key: string): boolean => BULK.some((p) => key.startsWith(p))
 
 /**
- * Everything under /calico/, from one snapshot of the store (`eachAtOnce`), written to `write` piece by piece as
- * it is read, so that a List of 500,000 WorkloadEndpoints is never held, as objects or as text. First the keys
- * outside the BULK subtrees (which kinds exist, which keys the format has no place for), then each part's values
- * in the file's order; the keys of the BULK subtrees are classified as their values are read. With progress, the
- * BULK subtrees are counted first (cheaply: no key is read), so that the bar has its total.
+ * Rows of one bulk part, handed on a page (PAGE_ROWS rows, or fewer that hold PAGE_CHARS) at a time: the sink may
+ * format it on another thread.
+ */
+class Pages {
+  private keys: string[] = []
+  private values: string[] = []
+  private chars = 0
+  constructor(
+    private readonly kind: Page['kind'],
+    private readonly emit: (page: Page) => void,
+  ) {}
+  add(key: string, value: string): void {
+    if (this.kind === 'ipam') this.keys.push(key)
+    this.values.push(value)
+    this.chars += value.length
+    if (this.values.length === PAGE_ROWS || this.chars >= PAGE_CHARS) this.flush()
+  }
+  flush(): void {
+    if (this.values.length === 0) return
+    const page: Page =
+      this.kind === 'ipam'
+        ? {kind: 'ipam', keys: this.keys, values: this.values}
+        : {kind: 'resources', values: this.values}
+    this.keys = []
+    this.values = []
+    this.chars = 0
+    this.emit(page)
+  }
+}
+
+/**
+ * Everything under /calico/, from one snapshot of the store (`eachAtOnce`), handed to `sink` (or to `write` in
+ * pieces) as it is read, so that a List of 500,000 WorkloadEndpoints is never held, as objects or as text. First
+ * the keys outside the BULK subtrees (which kinds exist, which keys the format has no place for), then each
+ * part's values in the file's order; the keys of the BULK subtrees are classified as their values are read. With
+ * progress, the BULK subtrees are counted first (cheaply: no key is read), so that the bar has its total. Resolves
+ * once the sink has written everything (ExportSink.finish).
  */
 export async function writeExport(
   store: Store,
-  write: (chunk: Uint8Array) => void,
+  sink: ExportSink | ((chunk: Uint8Array) => void),
   opts: {onProgress?: (phase: string, done: number, total: number) => void} = {},
 ): Promise<ExportSummary> {
-  const out = new Chunks(write)
+  const out = typeof sink === 'function' ? textSink(sink) : sink
   const counts = {resources: 0, blocks: 0, affinities: 0, handles: 0, config: 0}
   const skipped: string[] = []
   const plurals = new Set<string>()
@@ -190,18 +173,21 @@ export async function writeExport(
   const member = (name: string) => `${ipamMembers++ === 0 ? '\n' : ',\n'}  ${encodeJson(name)}: `
   function* ipamArray(name: string, prefixes: string[], part: Part): Generator<Scan> {
     let n = 0
+    const pages = new Pages('ipam', (page) => {
+      out.text(n++ === 0 ? `${member(name)}[\n    ` : IPAM_SEPARATOR)
+      out.page(page)
+    })
     for (const prefix of prefixes)
       yield {
         prefix,
         visit: (kv) => {
           const p = partOf(kv.key)
           if (inBulk(kv.key)) classify(kv.key, p)
-          if (p !== part) return
-          out.push(n++ === 0 ? `${member(name)}[\n    ` : ',\n    ')
-          out.push(indentJson(ipamEntry(kv), '  ', '    '))
+          if (p === part) pages.add(kv.key, kv.value)
         },
       }
-    if (n > 0) out.push('\n  ]')
+    pages.flush()
+    if (n > 0) out.text('\n  ]')
   }
 
   function* scans(): Generator<Scan> {
@@ -212,8 +198,9 @@ export async function writeExport(
       ...[...plurals].filter((p) => !V3_KINDS.some(([q]) => q === p)).sort(),
     ]
     for (const plural of ordered) {
-      out.push('apiVersion: projectcalico.org/v3\n')
+      out.text('apiVersion: projectcalico.org/v3\n')
       let first: string | undefined
+      const pages = new Pages('resources', (page) => out.page(page))
       if (plurals.has(plural) || inBulk(`${RESOURCES}${plural}/`))
         yield {
           prefix: `${RESOURCES}${plural}`,
@@ -221,16 +208,17 @@ export async function writeExport(
             if (pluralOfKey(kv.key) !== plural) return
             if (inBulk(kv.key)) classify(kv.key, 'resource')
             if (first === undefined) {
-              out.push('items:\n')
+              out.text('items:\n')
               first = kv.value
             }
-            out.push(exportedItem(kv))
+            pages.add(kv.key, kv.value)
           },
         }
-      if (first === undefined) out.push('items: []\n')
+      pages.flush()
+      if (first === undefined) out.text('items: []\n')
       const known = V3_KINDS.find(([p]) => p === plural)?.[1]
       // The List wrapper's keys sorted, as upstream's YAML printer writes them.
-      out.push(
+      out.text(
         known
           ? `kind: ${known}List\nmetadata: {}\n`
           : loadYaml().stringify(
@@ -241,7 +229,7 @@ export async function writeExport(
               {lineWidth: 0},
             ),
       )
-      out.push('---\n')
+      out.text('---\n')
     }
     let info = 'null'
     if (hasClusterInfo)
@@ -251,7 +239,7 @@ export async function writeExport(
           if (kv.key === CLUSTER_INFO_KEY) info = indentJson(compactJson(kv.value))
         },
       }
-    out.push(`${SECTION}${info}\n${SECTION}{`)
+    out.text(`${SECTION}${info}\n${SECTION}{`)
     yield* ipamArray('block_affinities', [`${IPAM}host/`, `${IPAM}virtual/`], 'affinity')
     yield* ipamArray('blocks', [keys.blockPrefix()], 'block')
     yield* ipamArray('handles', [HANDLES], 'handle')
@@ -259,13 +247,14 @@ export async function writeExport(
       yield {
         prefix: keys.ipamConfig(),
         visit: (kv) => {
-          if (kv.key === keys.ipamConfig()) out.push(member('config') + indentJson(ipamEntry(kv), '  ', '  '))
+          if (kv.key === keys.ipamConfig())
+            out.text(member('config') + indentJson(ipamEntry(kv.key, kv.value), '  ', '  '))
         },
       }
-    out.push(ipamMembers > 0 ? '\n}\n' : '}\n')
+    out.text(ipamMembers > 0 ? '\n}\n' : '}\n')
   }
   await eachAtOnce(store, opts.onProgress ? withProgress(scans(), opts.onProgress) : scans())
-  out.flush()
+  await out.finish()
   // In key order, as one listing of /calico/ would give them (those of the BULK subtrees were found later).
   return {counts, skipped: skipped.sort(compareBytes)}
 }
@@ -329,11 +318,13 @@ export async function exportText(store: Store): Promise<ExportResult> {
  * earlier export as it was, and the partial file is removed. An interrupt ends the process from its signal
  * handler (BaseCommand, docs/interrupts.md), where no `finally` runs: an exit hook removes the partial file then,
  * and the rename waits for the signal handlers (letSignalsIn), so a signal that came during a synchronous scan
- * (the embedded store's) is handled before an earlier export is replaced.
+ * (the embedded store's) is handled before an earlier export is replaced. The text goes through a writer thread
+ * (threadSink), or, with `thread: false`, is written on this one.
  */
 export async function writeExportFile<T>(
   file: string,
-  fill: (write: (chunk: Uint8Array) => void) => Promise<T>,
+  fill: (sink: ExportSink) => Promise<T>,
+  opts: {thread?: boolean} = {},
 ): Promise<T> {
   let existing: string | undefined
   try {
@@ -364,14 +355,20 @@ export async function writeExportFile<T>(
   let done = false
   const removePartial = () => fs.rmSync(tmp, {force: true})
   process.on('exit', removePartial)
+  let sink: ExportSink | undefined
   try {
-    const result = await fill((chunk) => {
-      try {
-        fs.writeSync(fd, chunk)
-      } catch (err) {
-        throw cannot(err)
-      }
-    })
+    sink =
+      opts.thread === false
+        ? textSink((chunk) => {
+            try {
+              fs.writeSync(fd, chunk)
+            } catch (err) {
+              throw cannot(err)
+            }
+          })
+        : threadSink(fd, cannot)
+    const result = await fill(sink)
+    await sink.finish()
     await letSignalsIn()
     try {
       fs.fchmodSync(fd, 0o600)
@@ -384,6 +381,8 @@ export async function writeExportFile<T>(
     done = true
     return result
   } finally {
+    // Before the file is closed: a writer thread must not write to whatever reuses its descriptor.
+    if (!done) await sink?.abort()
     process.off('exit', removePartial)
     if (fd >= 0) fs.closeSync(fd)
     if (!done) removePartial()

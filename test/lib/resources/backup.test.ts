@@ -254,17 +254,17 @@ describe('writeExportFile', () => {
     const earlier = 'apiVersion: projectcalico.org/v3\nearlier\n'
     fs.writeFileSync(file, earlier)
     await assert.rejects(
-      writeExportFile(file, async (write) => {
-        write(Buffer.from('apiVersion: projectcalico.org/v3\npartial'))
+      writeExportFile(file, async (sink) => {
+        sink.text('apiVersion: projectcalico.org/v3\npartial')
         throw new Error('the store stopped answering')
       }),
       /the store stopped answering/,
     )
     assert.equal(fs.readFileSync(file, 'utf8'), earlier)
     assert.deepEqual(fs.readdirSync(dir), ['backup.txt'])
-    const r = await writeExportFile(file, async (write) => {
-      write(Buffer.from('apiVersion: projectcalico.org/v3\n'))
-      write(Buffer.from('new\n'))
+    const r = await writeExportFile(file, async (sink) => {
+      sink.text('apiVersion: projectcalico.org/v3\n')
+      sink.text('new\n')
       return 7
     })
     assert.equal(r, 7)
