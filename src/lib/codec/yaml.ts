@@ -128,28 +128,42 @@ export function yamlListItemOfJson(
   text: string,
   drop?: {readonly member: string; readonly keys: readonly string[]},
 ): string | undefined {
-  const t = new JsonToYaml(text, drop)
-  try {
-    t.ws()
-    if (text.charCodeAt(t.i) !== 123) return undefined
-    if (t.object('    ', '  - ', true, false) === 0) return undefined
-    t.ws()
-    // Joined once: a string grown by `+=` is a rope of small pieces, which costs the collector dearly when it
-    // outlives a young-generation collection (datastore export hands pages of items to its writer thread).
-    return t.i === text.length ? t.out.join('') : undefined
-  } catch (err) {
-    if (err === OUTSIDE) return undefined
-    throw err
-  }
+  const out: string[] = []
+  return appendYamlListItemOfJson(text, drop, out) ? out.join('') : undefined
 }
 
-/** yamlListItemOfJson's reader: a position in the text and the lines written so far. */
+/**
+ * yamlListItemOfJson's lines pushed onto `out`, so that many items are joined into one string at once (datastore
+ * export joins a page of them: one join per page, not one per item); false, with `out` as it was, where
+ * yamlListItemOfJson gives undefined.
+ */
+export function appendYamlListItemOfJson(
+  text: string,
+  drop: {readonly member: string; readonly keys: readonly string[]} | undefined,
+  out: string[],
+): boolean {
+  const mark = out.length
+  const t = new JsonToYaml(text, drop, out)
+  try {
+    t.ws()
+    if (text.charCodeAt(t.i) === 123 && t.object('    ', '  - ', true, false) > 0) {
+      t.ws()
+      if (t.i === text.length) return true
+    }
+  } catch (err) {
+    if (err !== OUTSIDE) throw err
+  }
+  out.length = mark
+  return false
+}
+
+/** yamlListItemOfJson's reader: a position in the text, and the lines written (onto `out`). */
 class JsonToYaml {
   i = 0
-  readonly out: string[] = []
   constructor(
     private readonly text: string,
     private readonly drop: {readonly member: string; readonly keys: readonly string[]} | undefined,
+    readonly out: string[],
   ) {}
 
   ws(): void {

@@ -180,6 +180,7 @@ export async function writeExport(
     for (const prefix of prefixes)
       yield {
         prefix,
+        noRevision: true,
         visit: (kv) => {
           const p = partOf(kv.key)
           if (inBulk(kv.key)) classify(kv.key, p)
@@ -204,6 +205,7 @@ export async function writeExport(
       if (plurals.has(plural) || inBulk(`${RESOURCES}${plural}/`))
         yield {
           prefix: `${RESOURCES}${plural}`,
+          noRevision: true,
           visit: (kv) => {
             if (pluralOfKey(kv.key) !== plural) return
             if (inBulk(kv.key)) classify(kv.key, 'resource')
@@ -235,6 +237,7 @@ export async function writeExport(
     if (hasClusterInfo)
       yield {
         prefix: CLUSTER_INFO_KEY,
+        noRevision: true,
         visit: (kv) => {
           if (kv.key === CLUSTER_INFO_KEY) info = indentJson(compactJson(kv.value))
         },
@@ -246,6 +249,7 @@ export async function writeExport(
     if (counts.config)
       yield {
         prefix: keys.ipamConfig(),
+        noRevision: true,
         visit: (kv) => {
           if (kv.key === keys.ipamConfig())
             out.text(member('config') + indentJson(ipamEntry(kv.key, kv.value), '  ', '  '))

@@ -1,7 +1,7 @@
 // The text of `datastore export`'s bulk items, a page at a time: written on the main thread or on the export's
 // writer thread (export-thread.ts), so both must write the same bytes from the same stored rows.
 import {compactJson, encodeJson, indentJson, parseJson} from '../codec/gojson.js'
-import {yamlListItem, yamlListItemOfJson} from '../codec/yaml.js'
+import {appendYamlListItemOfJson, yamlListItem} from '../codec/yaml.js'
 import {isObj, type Obj} from '../ipam/manifest.js'
 
 /** Metadata that only means something inside one datastore: stripped on export, as upstream does. */
@@ -10,15 +10,15 @@ export const LOCAL_METADATA = ['uid', 'resourceVersion', 'creationTimestamp']
 const STRIPPED = {member: 'metadata', keys: LOCAL_METADATA}
 
 /**
- * One v3 object of the export: its local metadata stripped, as upstream's export does. Written from the stored
- * text when yamlListItemOfJson can (the common resource), else parsed and written by yamlListItem.
+ * One v3 object of the export pushed onto `out`: its local metadata stripped, as upstream's export does. Written
+ * from the stored text when appendYamlListItemOfJson can (the common resource), else parsed and written by
+ * yamlListItem.
  */
-export function exportedItem(value: string): string {
-  const direct = yamlListItemOfJson(value, STRIPPED)
-  if (direct !== undefined) return direct
+function pushExportedItem(value: string, out: string[]): void {
+  if (appendYamlListItemOfJson(value, STRIPPED, out)) return
   const obj = parseJson(value) as Obj
   if (isObj(obj.metadata)) for (const k of LOCAL_METADATA) delete obj.metadata[k]
-  return yamlListItem(obj)
+  out.push(yamlListItem(obj))
 }
 
 /** One entry of the IPAM object's arrays, as calicoctl's export writes a key and its stored value (compact). */
@@ -48,10 +48,13 @@ export const PAGE_ROWS = 256
 export const PAGE_CHARS = 1 << 16
 
 export function formatPage(p: Page): string {
+  if (p.kind === 'resources') {
+    const out: string[] = []
+    for (const v of p.values) pushExportedItem(v, out)
+    return out.join('')
+  }
   let out = ''
-  if (p.kind === 'resources') for (const v of p.values) out += exportedItem(v)
-  else
-    for (let i = 0; i < p.values.length; i++)
-      out += `${i === 0 ? '' : IPAM_SEPARATOR}${indentJson(ipamEntry(p.keys[i]!, p.values[i]!), '  ', '    ')}`
+  for (let i = 0; i < p.values.length; i++)
+    out += `${i === 0 ? '' : IPAM_SEPARATOR}${indentJson(ipamEntry(p.keys[i]!, p.values[i]!), '  ', '    ')}`
   return out
 }

@@ -457,6 +457,8 @@ function prepareStatements(db: Database.Database) {
     nextRowsPage: pageStatement(db, 'key, value, mod_revision', '>'),
     firstKeysPage: pageStatement(db, 'key, mod_revision', '>='),
     nextKeysPage: pageStatement(db, 'key, mod_revision', '>'),
+    firstValuesPage: pageStatement(db, 'key, value', '>='),
+    nextValuesPage: pageStatement(db, 'key, value', '>'),
     rev: db.prepare('SELECT mod_revision FROM kv WHERE key = ?').safeIntegers(true).pluck(),
     current: db.prepare("SELECT value FROM meta WHERE name = 'revision'").safeIntegers(true).pluck(),
     put: db.prepare(
@@ -503,16 +505,24 @@ function visitRows(
   visit: (kv: KeyValue) => void,
   from = prefix,
   to?: string,
+  noRevision = false,
 ): void {
   // `to` (rangesOutside) is the start of a range left out, inside the prefix, so it ends the visit before the
   // prefix's own end would.
   const end = to ?? prefixEnd(prefix)
-  let page = (keysOnly ? st.firstKeysPage : st.firstRowsPage).all(from, end) as unknown[][]
+  const values = !keysOnly && noRevision
+  const [first, next] = keysOnly
+    ? [st.firstKeysPage, st.nextKeysPage]
+    : values
+      ? [st.firstValuesPage, st.nextValuesPage]
+      : [st.firstRowsPage, st.nextRowsPage]
+  let page = first.all(from, end) as unknown[][]
   for (;;) {
     if (keysOnly) for (const r of page) visit({key: r[0] as string, value: '', modRevision: r[1] as bigint})
+    else if (values) for (const r of page) visit({key: r[0] as string, value: r[1] as string, modRevision: 0n})
     else for (const r of page) visit({key: r[0] as string, value: r[1] as string, modRevision: r[2] as bigint})
     if (page.length < VISIT_PAGE) return
-    page = (keysOnly ? st.nextKeysPage : st.nextRowsPage).all(page[page.length - 1]![0], end) as unknown[][]
+    page = next.all(page[page.length - 1]![0], end) as unknown[][]
   }
 }
 
@@ -522,7 +532,7 @@ function runScans(st: ReturnType<typeof prepareStatements>, all: Iterable<Scan>)
     if ('count' in s) s.count(countUnder(st, s.prefix))
     else
       for (const r of rangesOutside(s.prefix, s.except ?? []))
-        visitRows(st, s.prefix, s.keysOnly === true, s.visit, r.from, r.to)
+        visitRows(st, s.prefix, s.keysOnly === true, s.visit, r.from, r.to, s.noRevision === true)
   }
 }
 

@@ -344,6 +344,26 @@ export function storeContract(
       )
     })
 
+    it('eachAtOnce: a noRevision scan visits the same keys and values, across pages, with or without revisions', async (s) => {
+      const ops: WriteOp[] = []
+      for (let i = 0; i < 600; i++) ops.push(put(`/n/${String(i).padStart(4, '0')}`, `v${i}`))
+      for (let i = 0; i < ops.length; i += 100) await write(s, ...ops.slice(i, i + 100))
+      const all: KeyValue[] = []
+      const lean: KeyValue[] = []
+      await eachAtOnce(s, [
+        {prefix: '/n/', visit: (kv) => all.push(kv)},
+        {prefix: '/n/', noRevision: true, visit: (kv) => lean.push(kv)},
+      ])
+      assert.equal(lean.length, 600)
+      assert.deepEqual(
+        lean.map((kv) => `${kv.key}=${kv.value}`),
+        all.map((kv) => `${kv.key}=${kv.value}`),
+      )
+      assert.ok(all.every((kv) => kv.modRevision > 0n))
+      // Stores that read the revision anyway give it; the embedded store gives 0n.
+      assert.ok(lean.every((kv, i) => kv.modRevision === 0n || kv.modRevision === all[i]!.modRevision))
+    })
+
     it('eachAtOnce: a count scan counts the keys under its prefix and visits none', async (s) => {
       await write(s, put('/k/1', 'a'), put('/k/2', 'b'), put('/k/sub/3', 'c'), put('/k', 'outside'), put('/l/1', 'd'))
       const counts: string[] = []
