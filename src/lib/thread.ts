@@ -22,8 +22,13 @@ export function threadModule(here: string, dir: string, caller: string, name: st
  * does not get the hooks that --import tsx registered (Node 20), so it registers them with tsx's API first, the
  * ES module beside tsx's main one (the require() resolution finds the main module only).
  */
-export function startThread(module: URL, workerData: unknown, transferList: readonly TransferListItem[] = []): Worker {
-  const options = {workerData, transferList: [...transferList]}
+export function startThread(
+  module: URL,
+  workerData: unknown,
+  transferList: readonly TransferListItem[] = [],
+  resourceLimits?: import('node:worker_threads').ResourceLimits,
+): Worker {
+  const options = {workerData, transferList: [...transferList], resourceLimits}
   if (!module.href.endsWith('.ts')) return new Worker(module, options)
   const tsx = new URL('esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx'))).href
   return new Worker(

@@ -202,13 +202,20 @@ export async function writeExport(
       out.text('apiVersion: projectcalico.org/v3\n')
       let first: string | undefined
       const pages = new Pages('resources', (page) => out.page(page))
-      if (plurals.has(plural) || inBulk(`${RESOURCES}${plural}/`))
+      const base = `${RESOURCES}${plural}`
+      const bulk = inBulk(`${base}/`)
+      if (plurals.has(plural) || bulk)
         yield {
-          prefix: `${RESOURCES}${plural}`,
+          prefix: base,
           noRevision: true,
           visit: (kv) => {
-            if (pluralOfKey(kv.key) !== plural) return
-            if (inBulk(kv.key)) classify(kv.key, 'resource')
+            // pluralOfKey(kv.key) === plural, without slicing the key (500,000 of them: WorkloadEndpoints).
+            if (kv.key.length !== base.length && kv.key.charCodeAt(base.length) !== 47) return
+            // inBulk(kv.key): the key itself is under the bulk subtree (not the one equal to `base`).
+            if (bulk && kv.key.length !== base.length) {
+              plurals.add(plural)
+              counts.resources++
+            }
             if (first === undefined) {
               out.text('items:\n')
               first = kv.value

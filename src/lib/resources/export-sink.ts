@@ -78,6 +78,8 @@ export type WriterReport = {error: {code?: string; message: string}} | {done: tr
 const PAGES_AHEAD = 8
 /** Messages in flight at most (pieces of text and pages, ~256 KB each): memory stays bounded if writing is slow. */
 const MAX_QUEUED = 64
+/** The writer thread's young generation (resourceLimits.maxYoungGenerationSizeMb). */
+const THREAD_YOUNG_MB = 64
 /** A thread that has not started by then will not: its module did not load. */
 const START_MS = 30_000
 
@@ -101,18 +103,26 @@ export function threadSink(
     threadModule(import.meta.url, 'resources', 'export-sink', 'export-thread'),
     {fd, state, port: port2} satisfies WriterThreadData,
     [port2],
+    // A larger young generation than the default: fewer collections, each copying about as much (what a page
+    // holds while it is formatted), so less time collecting.
+    {maxYoungGenerationSizeMb: THREAD_YOUNG_MB},
   )
   // Listened to from the start: an 'error' event nobody listens to would end the process.
   let report: WriterReport | undefined
   const finished = new Promise<WriterReport>((resolve, reject) => {
-    port1.once('message', (m: WriterReport) => {
+    const got = (m: WriterReport) => {
       report = m
       resolve(m)
-    })
+    }
+    port1.once('message', got)
     worker.once('error', reject)
-    worker.once('exit', (code) =>
-      reject(new Error(`internal: the export writer thread ended (exit ${code}) before it finished`)),
-    )
+    // The port and the thread's exit are separate channels: the report the thread sent before it ended may not
+    // have been delivered yet, so it is taken from the port here.
+    worker.once('exit', (code) => {
+      const m = receiveMessageOnPort(port1)?.message as WriterReport | undefined
+      if (m) got(m)
+      else reject(new Error(`internal: the export writer thread ended (exit ${code}) before it finished`))
+    })
   })
   finished.catch(() => {})
   let pending = ''
