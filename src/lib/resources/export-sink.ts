@@ -1,7 +1,8 @@
 // Where `datastore export`'s text goes, in file order (docs/design.md, "The export's writer thread"): handed on in
 // pieces as it is made (textSink), or, for a file, through a writer thread that also formats some of the pages
 // (threadSink), so that a large export uses the machine's second core.
-import {MessageChannel, receiveMessageOnPort, type Worker} from 'node:worker_threads'
+import fs from 'node:fs'
+import {MessageChannel, type MessagePort, receiveMessageOnPort, type Worker} from 'node:worker_threads'
 import {startThread, threadModule} from '../thread.js'
 import {formatPage, type Page} from './export-format.js'
 
@@ -84,72 +85,127 @@ const THREAD_YOUNG_MB = 64
 const START_MS = 30_000
 
 /**
- * The export's text written to `fd` by a writer thread, in file order. The thread writes every piece the main
- * thread hands it and formats the pages it is given (formatPage) as it writes them; the main thread hands it a
- * page only while it has fewer than PAGES_AHEAD waiting, and formats the others itself, so the two share the work
- * as their speeds allow. Messages keep their order (one port), so the file does. The main thread waits
- * (Atomics.wait: the embedded store's scan is synchronous, so no event is delivered during it) when MAX_QUEUED
- * messages are in flight. A failed write is reported through `failure` (given the errno name and message) at the
- * next hand-over or at finish.
+ * Pages the main thread formats and writes itself before it starts the writer thread: a small store's export is
+ * over before a thread would have loaded its modules (tens of ms), so only a large one starts it.
  */
-export function threadSink(
-  fd: number,
-  failure: (err: {code?: string; message: string}) => Error,
-): ExportSink & {pagesOnThread(): number} {
-  const state = new Int32Array(new SharedArrayBuffer(5 * 4))
-  const {port1, port2} = new MessageChannel()
-  const started = Date.now()
-  const worker: Worker = startThread(
-    threadModule(import.meta.url, 'resources', 'export-sink', 'export-thread'),
-    {fd, state, port: port2} satisfies WriterThreadData,
-    [port2],
-    // A larger young generation than the default: fewer collections, each copying about as much (what a page
-    // holds while it is formatted), so less time collecting.
-    {maxYoungGenerationSizeMb: THREAD_YOUNG_MB},
-  )
-  // Listened to from the start: an 'error' event nobody listens to would end the process.
-  let report: WriterReport | undefined
-  const finished = new Promise<WriterReport>((resolve, reject) => {
-    const got = (m: WriterReport) => {
-      report = m
-      resolve(m)
-    }
-    port1.once('message', got)
-    worker.once('error', reject)
-    // The port and the thread's exit are separate channels: the report the thread sent before it ended may not
-    // have been delivered yet, so it is taken from the port here.
-    worker.once('exit', (code) => {
-      const m = receiveMessageOnPort(port1)?.message as WriterReport | undefined
-      if (m) got(m)
-      else reject(new Error(`internal: the export writer thread ended (exit ${code}) before it finished`))
-    })
-  })
-  finished.catch(() => {})
-  let pending = ''
-  let finishing: Promise<void> | undefined
+export const THREAD_AFTER_PAGES = 16
 
-  const failedWith = (): Error => {
-    const m = report ?? (receiveMessageOnPort(port1)?.message as WriterReport | undefined)
-    return failure(m && 'error' in m ? m.error : {message: 'the writer thread failed'})
+/** The writer thread, from the main thread's side: hand-overs in order, with back-pressure, and its report. */
+class WriterThread {
+  readonly state = new Int32Array(new SharedArrayBuffer(5 * 4))
+  private readonly port: MessagePort
+  private readonly worker: Worker
+  private readonly started = Date.now()
+  private report: WriterReport | undefined
+  readonly finished: Promise<WriterReport>
+
+  constructor(
+    fd: number,
+    private readonly failure: (err: {code?: string; message: string}) => Error,
+  ) {
+    const {port1, port2} = new MessageChannel()
+    this.port = port1
+    this.worker = startThread(
+      threadModule(import.meta.url, 'resources', 'export-sink', 'export-thread'),
+      {fd, state: this.state, port: port2} satisfies WriterThreadData,
+      [port2],
+      // A larger young generation than the default: fewer collections, each copying about as much (what a page
+      // holds while it is formatted), so less time collecting.
+      {maxYoungGenerationSizeMb: THREAD_YOUNG_MB},
+    )
+    // Listened to from the start: an 'error' event nobody listens to would end the process.
+    this.finished = new Promise<WriterReport>((resolve, reject) => {
+      const got = (m: WriterReport) => {
+        this.report = m
+        resolve(m)
+      }
+      port1.once('message', got)
+      this.worker.once('error', reject)
+      // The port and the thread's exit are separate channels: the report the thread sent before it ended may not
+      // have been delivered yet, so it is taken from the port here.
+      this.worker.once('exit', (code) => {
+        const m = receiveMessageOnPort(port1)?.message as WriterReport | undefined
+        if (m) got(m)
+        else reject(new Error(`internal: the export writer thread ended (exit ${code}) before it finished`))
+      })
+    })
+    this.finished.catch(() => {})
   }
-  const post = (m: WriterMessage, transfer: ArrayBuffer[] = []) => {
+
+  private failedWith(): Error {
+    const m = this.report ?? (receiveMessageOnPort(this.port)?.message as WriterReport | undefined)
+    return this.failure(m && 'error' in m ? m.error : {message: 'the writer thread failed'})
+  }
+
+  /** Whether the thread has fewer than PAGES_AHEAD pages waiting, so that the next one is worth handing over. */
+  wantsPage(): boolean {
+    return Atomics.load(this.state, SHARED.pages) < PAGES_AHEAD
+  }
+
+  post(m: WriterMessage, transfer: ArrayBuffer[] = []): void {
+    const state = this.state
     for (;;) {
-      if (Atomics.load(state, SHARED.failed)) throw failedWith()
+      if (Atomics.load(state, SHARED.failed)) throw this.failedWith()
       const queued = Atomics.load(state, SHARED.queued)
       if (queued < MAX_QUEUED) break
-      if (!Atomics.load(state, SHARED.alive) && Date.now() - started > START_MS)
+      if (!Atomics.load(state, SHARED.alive) && Date.now() - this.started > START_MS)
         throw new Error('internal: the export writer thread did not start')
       Atomics.wait(state, SHARED.queued, queued, 100)
     }
     Atomics.add(state, SHARED.queued, 1)
-    worker.postMessage(m, transfer)
+    if ('page' in m) Atomics.add(state, SHARED.pages, 1)
+    this.worker.postMessage(m, transfer)
+  }
+
+  async end(): Promise<void> {
+    this.post({end: true})
+    const last = await this.finished
+    this.port.close()
+    if ('error' in last) throw this.failure(last.error)
+  }
+
+  async stop(): Promise<void> {
+    // The thread drops what is still queued, and a write it is making ends before terminate() resolves.
+    Atomics.store(this.state, SHARED.failed, 1)
+    this.port.close()
+    await this.worker.terminate()
+  }
+}
+
+/**
+ * The export's text written to `fd`, from THREAD_AFTER_PAGES pages on (`startAfter`) by a writer thread, in file
+ * order. The thread writes every piece the main thread hands it and formats the pages it is given (formatPage)
+ * as it writes them; the main thread hands it a page only while it has fewer than PAGES_AHEAD waiting, and
+ * formats the others itself, so the two share the work as their speeds allow. Messages keep their order (one
+ * port), so the file does. The main thread waits (Atomics.wait: the embedded store's scan is synchronous, so no
+ * event is delivered during it) when MAX_QUEUED messages are in flight. A failed write, here or on the thread, is
+ * reported through `failure` (given the errno name and message) at the next hand-over or at finish.
+ */
+export function threadSink(
+  fd: number,
+  failure: (err: {code?: string; message: string}) => Error,
+  opts: {startAfter?: number} = {},
+): ExportSink & {pagesOnThread(): number} {
+  const startAfter = opts.startAfter ?? THREAD_AFTER_PAGES
+  let thread: WriterThread | undefined
+  let pages = 0
+  let pending = ''
+  let finishing: Promise<void> | undefined
+
+  const writeHere = (bytes: Uint8Array) => {
+    try {
+      for (let at = 0; at < bytes.byteLength; ) at += fs.writeSync(fd, bytes, at)
+    } catch (err) {
+      throw failure(err as NodeJS.ErrnoException)
+    }
   }
   const flush = () => {
     if (pending === '') return
     const bytes = Buffer.from(pending)
     pending = ''
     // Moved, not copied, when the Buffer owns its memory (only small ones share Node's pool, which must stay).
-    post({bytes}, bytes.byteLength === bytes.buffer.byteLength ? [bytes.buffer as ArrayBuffer] : [])
+    if (thread) thread.post({bytes}, bytes.byteLength === bytes.buffer.byteLength ? [bytes.buffer as ArrayBuffer] : [])
+    else writeHere(bytes)
   }
   return {
     text(s) {
@@ -157,30 +213,29 @@ export function threadSink(
       if (pending.length >= PIECE_CHARS) flush()
     },
     page(p) {
-      if (Atomics.load(state, SHARED.pages) >= PAGES_AHEAD) {
+      if (!thread && ++pages > startAfter) {
+        // Everything before goes to the file first: from now on the thread writes all of it, in order.
+        flush()
+        thread = new WriterThread(fd, failure)
+      }
+      if (!thread?.wantsPage()) {
         this.text(formatPage(p))
         return
       }
       flush()
-      Atomics.add(state, SHARED.pages, 1)
-      post({page: p})
+      thread.post({page: p})
     },
     finish() {
       finishing ??= (async () => {
         flush()
-        post({end: true})
-        const last = await finished
-        port1.close()
-        if ('error' in last) throw failure(last.error)
+        await thread?.end()
       })()
       return finishing
     },
-    pagesOnThread: () => Atomics.load(state, SHARED.formatted),
+    pagesOnThread: () => (thread ? Atomics.load(thread.state, SHARED.formatted) : 0),
     async abort() {
-      // The thread drops what is still queued, and a write it is making ends before terminate() resolves.
-      Atomics.store(state, SHARED.failed, 1)
-      port1.close()
-      await worker.terminate()
+      pending = ''
+      await thread?.stop()
     },
   }
 }

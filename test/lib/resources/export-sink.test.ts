@@ -7,7 +7,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {after, describe, test} from 'node:test'
 import type {Page} from '../../../src/lib/resources/export-format.ts'
-import {type ExportSink, textSink, threadSink} from '../../../src/lib/resources/export-sink.ts'
+import {type ExportSink, THREAD_AFTER_PAGES, textSink, threadSink} from '../../../src/lib/resources/export-sink.ts'
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-export-sink-test-'))
 after(() => fs.rmSync(root, {recursive: true, force: true}))
@@ -63,26 +63,63 @@ describe('threadSink', () => {
     assert.ok(text.endsWith('the end\n'))
   })
 
-  test('a failed write (a full device) rejects with the caller error and writes nothing more', async () => {
+  /** Writes to a full device through a sink whose thread starts after `startAfter` pages. */
+  async function fullDevice(startAfter: number): Promise<void> {
     const fd = fs.openSync('/dev/full', 'w')
     try {
-      const sink = threadSink(fd, (e) => new Error(`cannot write out.txt: ${e.code}`))
+      let failed: unknown
+      const sink = threadSink(
+        fd,
+        (e) => {
+          failed = e
+          return new Error(`cannot write out.txt: ${e.code}`)
+        },
+        {startAfter},
+      )
       const page: Page = {kind: 'resources', values: [resource(1)]}
       let thrown: unknown
       try {
         // The failure shows at a later hand-over, or at finish when the thread is slower than this loop.
+        // A page first: with startAfter 0 the thread starts before any text is written here.
         for (let i = 0; i < 2000; i++) {
-          sink.text('x'.repeat(1 << 12))
           sink.page(page)
+          sink.text('x'.repeat(1 << 12))
         }
         await sink.finish()
       } catch (err) {
         thrown = err
       }
       assert.match(String(thrown), /^Error: cannot write out\.txt: ENOSPC$/)
+      // Where the write failed: the thread reports a plain {code, message}; here it is the write's own error.
+      assert.equal(failed instanceof Error, startAfter !== 0)
       await sink.abort()
     } finally {
       fs.closeSync(fd)
     }
+  }
+
+  test('a failed write (a full device) on the thread rejects with the caller error and writes nothing more', () =>
+    fullDevice(0))
+  test('a failed write (a full device) before the thread starts rejects with the caller error', () => fullDevice(1e9))
+
+  test('a small export (fewer pages than THREAD_AFTER_PAGES) is written without starting the thread', async () => {
+    const file = path.join(root, 'small.txt')
+    const fd = fs.openSync(file, 'w')
+    const pieces: Uint8Array[] = []
+    const local = textSink((c) => pieces.push(c))
+    try {
+      const sink = threadSink(fd, (e) => new Error(`cannot write: ${e.code}`))
+      for (const s of [sink, local]) {
+        for (let p = 0; p < THREAD_AFTER_PAGES; p++) {
+          s.text(`# part ${p}\n`)
+          s.page({kind: 'resources', values: [resource(p)]})
+        }
+        await s.finish()
+      }
+      assert.equal(sink.pagesOnThread(), 0)
+    } finally {
+      fs.closeSync(fd)
+    }
+    assert.ok(fs.readFileSync(file).equals(Buffer.concat(pieces)))
   })
 })
