@@ -7,7 +7,9 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const vm = require('node:vm')
-const Module = require('node:module')
+// The CommonJS loader's Module class, which require('node:module') also returns: taken from this module rather than
+// required, because a plugin process would otherwise load and compile the public node:module built-in (~0.2 ms).
+const Module = module.constructor
 
 function run(file, withCache) {
   const source = fs.readFileSync(file, 'utf8')

@@ -47,18 +47,25 @@ exports.FIRST = FIRST
 /**
  * All of stdin, read as pluginProcessIo (src/plugins/ipam/process.ts) reads it: blocking read(2) on fd 0. Not
  * `complete` when fd 0 refuses that (non-blocking and empty, or an error): the entry reads the rest its own way.
+ * Read straight into one buffer that doubles when full, without a copy per read and a concatenation: each Buffer
+ * function a process calls for the first time costs it ~0.07 ms, and a netconf is one read.
  */
 function readStdin() {
-  const chunks = []
-  const buf = Buffer.allocUnsafe(64 * 1024)
+  let buf = Buffer.allocUnsafe(64 * 1024)
+  let length = 0
   try {
     for (;;) {
-      const n = fs.readSync(0, buf, 0, buf.length, null)
-      if (n === 0) return {data: Buffer.concat(chunks), complete: true}
-      chunks.push(Buffer.from(buf.subarray(0, n)))
+      if (length === buf.length) {
+        const bigger = Buffer.allocUnsafe(2 * buf.length)
+        buf.copy(bigger, 0, 0, length)
+        buf = bigger
+      }
+      const n = fs.readSync(0, buf, length, buf.length - length, null)
+      if (n === 0) return {data: buf.subarray(0, length), complete: true}
+      length += n
     }
   } catch {
-    return {data: Buffer.concat(chunks), complete: false}
+    return {data: buf.subarray(0, length), complete: false}
   }
 }
 

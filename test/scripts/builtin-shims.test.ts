@@ -86,17 +86,19 @@ describe('built-in shims of the CNI bundles', () => {
         "import fs, {existsSync, opendirSync, readFileSync} from 'node:fs'",
         "import {execFileSync} from 'node:child_process'",
         "import {isatty} from 'node:tty'",
-        'const loaded = () => process.moduleLoadList.filter((m) => /fs\\/streams|child_process|\\btty\\b/.test(m))',
+        "import {createRequire} from 'node:module'",
+        'const loaded = () => process.moduleLoadList.filter((m) => /fs\\/streams|child_process|\\btty\\b|^NativeModule module$/.test(m))',
         'const before = loaded()',
         'const dir = opendirSync(process.argv[2]!)',
         'dir.closeSync()',
         'const out = [before, existsSync(process.argv[2]!), fs.readFileSync === readFileSync, typeof isatty(1)]',
         "out.push(execFileSync(process.execPath, ['-e', 'process.stdout.write(\"child\")'], {encoding: 'utf8'}))",
+        "out.push(createRequire(process.argv[2]! + '/x.js').resolve('node:path'))",
         'console.log(JSON.stringify(out))',
       ].join('\n'),
     )
     const r = spawnSync(process.execPath, [file, tmp], {encoding: 'utf8', env: {PATH: process.env.PATH}})
     assert.equal(r.status, 0, r.stderr)
-    assert.deepEqual(JSON.parse(r.stdout), [[], true, true, 'boolean', 'child'])
+    assert.deepEqual(JSON.parse(r.stdout), [[], true, true, 'boolean', 'child', 'node:path'])
   })
 })
