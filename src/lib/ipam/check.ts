@@ -388,27 +388,90 @@ export interface EndpointThreadData {
   file: string
   active: Cidr[]
   netnsNode?: string
+  /** Where the thread publishes its snapshot's revision (`RevisionSignal`). */
+  signal: SharedArrayBuffer
 }
 
-/** The endpoint thread's messages: the revision of its snapshot (before it reads anything), then what it found. */
-export type EndpointThreadMessage = {revision: bigint} | {found: FoundOwnersContents}
+/** The endpoint thread's message: what it found. */
+export type EndpointThreadMessage = {found: FoundOwnersContents}
+
+const PENDING = 0n
+const PUBLISHED = 1n
+const FAILED = 2n
 
 /**
- * The endpoint thread's work, on its own connection to the store file (`store`): it posts the revision of its
- * snapshot first, then the owners it found, their typed arrays moved rather than copied.
+ * The revision of the endpoint thread's snapshot, in memory both threads share: the main thread reads it at the end
+ * of its own scans, inside its read transaction, where no message can reach it (the scans run synchronously). Slot
+ * 0 is the state (pending, published, failed), slot 1 the revision.
+ */
+export class RevisionSignal {
+  private readonly slots: BigInt64Array
+
+  constructor(readonly buffer = new SharedArrayBuffer(16)) {
+    this.slots = new BigInt64Array(buffer)
+  }
+
+  publish(revision: bigint): void {
+    this.slots[1] = revision
+    this.settle(PUBLISHED)
+  }
+
+  /** The thread will publish no revision (it failed before it had one). */
+  fail(): void {
+    this.settle(FAILED)
+  }
+
+  private settle(state: bigint): void {
+    Atomics.store(this.slots, 0, state)
+    Atomics.notify(this.slots, 0)
+  }
+
+  /**
+   * The published revision, waiting up to `timeoutMs` for it (the calling thread blocks); undefined when the thread
+   * failed or had none by then.
+   */
+  wait(timeoutMs: number): bigint | undefined {
+    if (Atomics.load(this.slots, 0) === PENDING) Atomics.wait(this.slots, 0, PENDING, timeoutMs)
+    return Atomics.load(this.slots, 0) === PUBLISHED ? this.slots[1] : undefined
+  }
+}
+
+/**
+ * How long the main thread waits, at the end of its scans, for the endpoint thread's revision. The thread publishes
+ * it as soon as its snapshot begins, a few tens of ms after it starts, long before a large store's scans end; the
+ * wait matters only for a small store (then the thread's start is most of the check), or when the thread died
+ * before it could publish (a failure no message can report to a thread that waits): then the endpoints are read in
+ * the main thread's snapshot after all.
+ */
+const REVISION_WAIT_MS = 10_000
+
+/**
+ * The endpoint thread's work, on its own connection to the store file (`store`): it publishes the revision of its
+ * snapshot first (`data.signal`), then posts the owners it found, their typed arrays moved rather than copied.
  */
 export async function scanEndpointsForThread(
   store: Store,
   data: EndpointThreadData,
   post: (m: EndpointThreadMessage, transfer?: ArrayBuffer[]) => void,
 ): Promise<void> {
-  if (!store.eachAtRevision) throw new Error('internal: the endpoint thread needs an embedded store')
-  const live = data.netnsNode === undefined ? undefined : netnsLiveness(data.netnsNode, (p) => fs.existsSync(p))
-  const owners = new EndpointOwners(data.active, live)
-  await store.eachAtRevision((revision) => {
-    post({revision})
-    return owners.scans()
-  })
+  const signal = new RevisionSignal(data.signal)
+  let published = false
+  try {
+    if (!store.eachAtRevision) throw new Error('internal: the endpoint thread needs an embedded store')
+    const live = data.netnsNode === undefined ? undefined : netnsLiveness(data.netnsNode, (p) => fs.existsSync(p))
+    const owners = new EndpointOwners(data.active, live)
+    await store.eachAtRevision((revision) => {
+      signal.publish(revision)
+      published = true
+      return owners.scans()
+    })
+    postFound(owners, post)
+  } finally {
+    if (!published) signal.fail()
+  }
+}
+
+function postFound(owners: EndpointOwners, post: (m: EndpointThreadMessage, transfer?: ArrayBuffer[]) => void): void {
   const found = owners.contents()
   const {owned, names} = found
   post({found}, [
@@ -422,8 +485,8 @@ export async function scanEndpointsForThread(
 }
 
 interface EndpointThread {
-  /** The revision of the thread's snapshot; undefined when the thread failed before it had one. */
-  revision: Promise<bigint | undefined>
+  /** The revision of the thread's snapshot (waiting for it: see REVISION_WAIT_MS); undefined when it has none. */
+  revision(): bigint | undefined
   found: Promise<FoundOwners>
   stop(): void
 }
@@ -439,14 +502,13 @@ function endpointThreadModule(): URL {
   return pathToFileURL(path.join(packageRoot(), 'dist', 'lib', 'ipam', 'check-thread.js'))
 }
 
-function startEndpointThread(data: EndpointThreadData): EndpointThread {
-  let revision!: (r: bigint | undefined) => void
+function startEndpointThread(given: Omit<EndpointThreadData, 'signal'>): EndpointThread {
+  const signal = new RevisionSignal()
+  const data: EndpointThreadData = {...given, signal: signal.buffer}
   let found!: (f: FoundOwners) => void
   let failed!: (e: Error) => void
   const thread: EndpointThread = {
-    revision: new Promise((resolve) => {
-      revision = resolve
-    }),
+    revision: () => signal.wait(REVISION_WAIT_MS),
     found: new Promise((resolve, reject) => {
       found = resolve
       failed = reject
@@ -465,17 +527,10 @@ function startEndpointThread(data: EndpointThreadData): EndpointThread {
         {eval: true, workerData: data},
       )
     : new Worker(module, {workerData: data})
-  worker.on('message', (m: EndpointThreadMessage) => {
-    if ('revision' in m) revision(m.revision)
-    else found(foundOwners(m.found))
-  })
-  const end = (err: Error) => {
-    revision(undefined)
-    failed(err)
-  }
-  worker.on('error', end)
+  worker.on('message', (m: EndpointThreadMessage) => found(foundOwners(m.found)))
+  worker.on('error', failed)
   worker.on('exit', (code) =>
-    end(new Error(`internal: the endpoint thread of ipam check ended (exit ${code}) without its result`)),
+    failed(new Error(`internal: the endpoint thread of ipam check ended (exit ${code}) without its result`)),
   )
   return thread
 }
@@ -677,19 +732,17 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     // The embedded store: everything in one read snapshot. With the endpoint thread, the thread reads the Node
     // records and endpoints on its own connection while this one reads the rest; its work is used only when its
     // snapshot has this one's revision (then both read the same records, see Store.eachAtRevision). This one
-    // waits for the thread's revision before it starts, so only a write in between makes them differ: then the
-    // endpoints are read here too, in this snapshot, and the thread is stopped.
+    // starts at once (the thread takes a while to start) and takes the thread's revision when its own scans are
+    // done, still in its snapshot (RevisionSignal): only a write between the two snapshots' starts makes them
+    // differ, and then the endpoints are read here too, in this snapshot, and the thread is stopped.
     const thread =
       opts.endpointThread && !opts.nodeNetnsExists && store.file !== undefined
         ? startEndpointThread({file: store.file, active, netnsNode: opts.netnsNode})
         : undefined
-    const theirs = await thread?.revision
     let here = true
     let clusterKv: KeyValue | undefined
     const affinities: KeyValue[] = []
     const plan = function* (revision: bigint): Generator<Scan> {
-      here = revision !== theirs
-      if (here) yield* endpoints.scans()
       yield {prefix: keys.blockPrefix(), visit: visitBlock}
       progress(scan.visited)
       yield {prefix: handlePrefix, visit: visitHandle, keysOnly: true}
@@ -700,6 +753,8 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
           if (kv.key === CLUSTER_INFO_KEY) clusterKv = kv
         },
       }
+      here = thread?.revision() !== revision
+      if (here) yield* endpoints.scans()
     }
     await store.eachAtRevision(plan)
     if (!here) found = await thread!.found
