@@ -577,14 +577,20 @@ class BlockScan {
   owned = new AddressTable()
   private readonly texts: string[] = []
   private readonly details: (BlockDetail | undefined)[] = []
+  /** Where each attribute's handle starts in the block's text (scanBlockSummary), one block at a time. */
+  private readonly handleAt: number[] = []
 
   constructor(private readonly now: Date) {}
 
   visit(kv: KeyValue): void {
     this.visited++
     let block: BlockSummary
+    // Read lean, each handle's name is a stretch of the text (`handleAt`), kept as such by `referenced`.
+    let lean = false
     try {
-      block = scanBlockSummary(kv.value) ?? summarizeBlock(decodeBlock(kv.value))
+      const summary = scanBlockSummary(kv.value, this.handleAt)
+      lean = summary !== undefined
+      block = summary ?? summarizeBlock(decodeBlock(kv.value))
     } catch (err) {
       this.invalidBlocks.push({
         cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'),
@@ -606,6 +612,7 @@ class BlockScan {
     // Consecutive allocations nearly always share a node: counted locally, added to perNode once per run.
     let node: string | undefined
     let nodeCount = 0
+    let text = -1
     for (let o = 0; o < block.allocations.length; o++) {
       const idx = block.allocations[o]!
       if (idx === null) continue
@@ -614,7 +621,14 @@ class BlockScan {
       if (!a) continue
       const handle = a.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)
       const windowsReserved = isWindowsReserved(handle)
-      if (handle !== undefined && !windowsReserved) this.referenced.add(handle)
+      if (handle !== undefined && !windowsReserved) {
+        if (!lean) this.referenced.add(handle)
+        else {
+          if (text < 0) text = this.referenced.text(kv.value)
+          const at = this.handleAt[idx]!
+          this.referenced.addFrom(text, at, at + handle.length)
+        }
+      }
       const coolingDown = isCoolingDown(a)
       if (!coolingDown && a.node !== undefined) {
         if (a.node !== node) {
