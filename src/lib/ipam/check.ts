@@ -477,6 +477,7 @@ function postFound(owners: EndpointOwners, post: (m: EndpointThreadMessage, tran
   post({found}, [
     owned.v4.buffer,
     owned.flags.buffer,
+    owned.ownerRefs.buffer,
     owned.slots.buffer,
     names.pageOf.buffer,
     names.starts.buffer,
