@@ -410,9 +410,12 @@ export function summarizeBlock(b: Block): BlockSummary {
   }
 }
 
-/** No backslash (escapes) and no control character (JSON.parse refuses one inside a string; whitespace aside). */
+/**
+ * A control character (JSON.parse refuses one inside a string; whitespace aside). Backslashes are JsonCursor.over's
+ * to find: indexOf finds one faster than a character class that has both, and this scan covers every block's text.
+ */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const NOT_PLAIN = /[\u0000-\u001f\\]/
+const CONTROL = /[\u0000-\u001f]/
 
 /**
  * `summarizeBlock(decodeBlock(text))` read straight off the stored text, without building the attributes' maps
@@ -421,20 +424,24 @@ const NOT_PLAIN = /[\u0000-\u001f\\]/
  * another type than Go writes or twice, a size mismatch, anything malformed. The caller then decodes the block in
  * full, which gives the same summary or the error that makes the block invalid. Members are validated as far as
  * decodeBlock validates them (sequence numbers must be integers, attribute maps objects).
+ *
+ * `handleAt`, when given, is emptied and gets, per attribute, where its `handle_id` starts in `text` (-1 for none):
+ * the name is `text` from there for the length of `handle_id`, which a caller can keep without a string per name
+ * (ipam check's NameSet). Meaningful only when a summary is returned.
  */
-export function scanBlockSummary(text: string): BlockSummary | undefined {
-  if (NOT_PLAIN.test(text)) return undefined
+export function scanBlockSummary(text: string, handleAt?: number[]): BlockSummary | undefined {
+  if (handleAt) handleAt.length = 0
   const c = JsonCursor.over(text)
-  if (!c) return undefined
+  if (!c || CONTROL.test(text)) return undefined
   try {
-    return readBlockSummary(c)
+    return readBlockSummary(c, handleAt)
   } catch {
     // NOT_LEAN, a CIDR parseCidr refuses, or a nesting too deep for the recursive skip: decodeBlock decides.
     return undefined
   }
 }
 
-function readBlockSummary(c: JsonCursor): BlockSummary {
+function readBlockSummary(c: JsonCursor, handleAt: number[] | undefined): BlockSummary {
   let cidr: Cidr | undefined
   let affinity: string | null = null
   let allocations: (number | null)[] | undefined
@@ -467,7 +474,7 @@ function readBlockSummary(c: JsonCursor): BlockSummary {
         if (!c.null()) {
           attributes = []
           if (c.openArray())
-            do attributes.push(readAttributeSummary(c))
+            do attributes.push(readAttributeSummary(c, handleAt))
             while (c.nextElement())
         }
       } else if (c.is('sequenceNumber')) {
@@ -489,9 +496,10 @@ function readBlockSummary(c: JsonCursor): BlockSummary {
   return {cidr, affinity, allocations, unallocated, attributes}
 }
 
-function readAttributeSummary(c: JsonCursor): AttributeSummary {
+function readAttributeSummary(c: JsonCursor, handleAt: number[] | undefined): AttributeSummary {
   // Every member set, as summarizeBlock sets them: one object shape.
   const a: AttributeSummary = {handle_id: undefined, node: undefined, releasedAt: undefined}
+  let at = -1
   let seen = 0
   if (c.openObject())
     do {
@@ -499,6 +507,8 @@ function readAttributeSummary(c: JsonCursor): AttributeSummary {
       if (c.is('handle_id')) {
         seen = once(seen, 1)
         a.handle_id = c.string()
+        // The string ends just before the cursor, at its closing quote.
+        at = c.pos - 1 - a.handle_id.length
       } else if (c.is('secondary')) {
         seen = once(seen, 2)
         if (!c.null() && c.openObject()) {
@@ -523,5 +533,6 @@ function readAttributeSummary(c: JsonCursor): AttributeSummary {
         a.releasedAt = c.string()
       } else c.skip()
     } while (c.nextMember())
+  handleAt?.push(at)
   return a
 }

@@ -4,10 +4,17 @@
 // the thread's port.
 import {parentPort, workerData} from 'node:worker_threads'
 import {SqliteStore} from '../store/sqlite.js'
-import {type EndpointThreadData, scanEndpointsForThread} from './check.js'
+import {type EndpointThreadData, RevisionSignal, scanEndpointsForThread} from './check.js'
 
 const data = workerData as EndpointThreadData
-const store = SqliteStore.open(data.file, {mode: 'read'})
+let store: SqliteStore
+try {
+  store = SqliteStore.open(data.file, {mode: 'read'})
+} catch (err) {
+  // The main thread waits for a revision it can no longer get: it reads the endpoints itself at once.
+  new RevisionSignal(data.signal).fail()
+  throw err
+}
 try {
   await scanEndpointsForThread(store, data, (m, transfer) => parentPort!.postMessage(m, transfer))
 } finally {

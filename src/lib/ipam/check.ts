@@ -388,32 +388,96 @@ export interface EndpointThreadData {
   file: string
   active: Cidr[]
   netnsNode?: string
+  /** Where the thread publishes its snapshot's revision (`RevisionSignal`). */
+  signal: SharedArrayBuffer
 }
 
-/** The endpoint thread's messages: the revision of its snapshot (before it reads anything), then what it found. */
-export type EndpointThreadMessage = {revision: bigint} | {found: FoundOwnersContents}
+/** The endpoint thread's message: what it found. */
+export type EndpointThreadMessage = {found: FoundOwnersContents}
+
+const PENDING = 0n
+const PUBLISHED = 1n
+const FAILED = 2n
 
 /**
- * The endpoint thread's work, on its own connection to the store file (`store`): it posts the revision of its
- * snapshot first, then the owners it found, their typed arrays moved rather than copied.
+ * The revision of the endpoint thread's snapshot, in memory both threads share: the main thread reads it at the end
+ * of its own scans, inside its read transaction, where no message can reach it (the scans run synchronously). Slot
+ * 0 is the state (pending, published, failed), slot 1 the revision.
+ */
+export class RevisionSignal {
+  private readonly slots: BigInt64Array
+
+  constructor(readonly buffer = new SharedArrayBuffer(16)) {
+    this.slots = new BigInt64Array(buffer)
+  }
+
+  publish(revision: bigint): void {
+    this.slots[1] = revision
+    this.settle(PUBLISHED)
+  }
+
+  /** The thread will publish no revision (it failed before it had one). */
+  fail(): void {
+    this.settle(FAILED)
+  }
+
+  private settle(state: bigint): void {
+    Atomics.store(this.slots, 0, state)
+    Atomics.notify(this.slots, 0)
+  }
+
+  /**
+   * The published revision, waiting up to `timeoutMs` for it (the calling thread blocks); undefined when the thread
+   * failed or had none by then.
+   */
+  wait(timeoutMs: number): bigint | undefined {
+    if (Atomics.load(this.slots, 0) === PENDING) Atomics.wait(this.slots, 0, PENDING, timeoutMs)
+    return Atomics.load(this.slots, 0) === PUBLISHED ? this.slots[1] : undefined
+  }
+}
+
+/**
+ * How long the main thread waits, at the end of its scans, for the endpoint thread's revision. The thread publishes
+ * it as soon as its snapshot begins, a few tens of ms after it starts, long before a large store's scans end; the
+ * wait matters only for a small store (then the thread's start is most of the check), or when the thread died
+ * before it could publish (a failure no message can report to a thread that waits): then the endpoints are read in
+ * the main thread's snapshot after all.
+ */
+const REVISION_WAIT_MS = 10_000
+
+/**
+ * The endpoint thread's work, on its own connection to the store file (`store`): it publishes the revision of its
+ * snapshot first (`data.signal`), then posts the owners it found, their typed arrays moved rather than copied.
  */
 export async function scanEndpointsForThread(
   store: Store,
   data: EndpointThreadData,
   post: (m: EndpointThreadMessage, transfer?: ArrayBuffer[]) => void,
 ): Promise<void> {
-  if (!store.eachAtRevision) throw new Error('internal: the endpoint thread needs an embedded store')
-  const live = data.netnsNode === undefined ? undefined : netnsLiveness(data.netnsNode, (p) => fs.existsSync(p))
-  const owners = new EndpointOwners(data.active, live)
-  await store.eachAtRevision((revision) => {
-    post({revision})
-    return owners.scans()
-  })
+  const signal = new RevisionSignal(data.signal)
+  let published = false
+  try {
+    if (!store.eachAtRevision) throw new Error('internal: the endpoint thread needs an embedded store')
+    const live = data.netnsNode === undefined ? undefined : netnsLiveness(data.netnsNode, (p) => fs.existsSync(p))
+    const owners = new EndpointOwners(data.active, live)
+    await store.eachAtRevision((revision) => {
+      signal.publish(revision)
+      published = true
+      return owners.scans()
+    })
+    postFound(owners, post)
+  } finally {
+    if (!published) signal.fail()
+  }
+}
+
+function postFound(owners: EndpointOwners, post: (m: EndpointThreadMessage, transfer?: ArrayBuffer[]) => void): void {
   const found = owners.contents()
   const {owned, names} = found
   post({found}, [
     owned.v4.buffer,
     owned.flags.buffer,
+    owned.ownerRefs.buffer,
     owned.slots.buffer,
     names.pageOf.buffer,
     names.starts.buffer,
@@ -422,8 +486,8 @@ export async function scanEndpointsForThread(
 }
 
 interface EndpointThread {
-  /** The revision of the thread's snapshot; undefined when the thread failed before it had one. */
-  revision: Promise<bigint | undefined>
+  /** The revision of the thread's snapshot (waiting for it: see REVISION_WAIT_MS); undefined when it has none. */
+  revision(): bigint | undefined
   found: Promise<FoundOwners>
   stop(): void
 }
@@ -439,14 +503,13 @@ function endpointThreadModule(): URL {
   return pathToFileURL(path.join(packageRoot(), 'dist', 'lib', 'ipam', 'check-thread.js'))
 }
 
-function startEndpointThread(data: EndpointThreadData): EndpointThread {
-  let revision!: (r: bigint | undefined) => void
+function startEndpointThread(given: Omit<EndpointThreadData, 'signal'>): EndpointThread {
+  const signal = new RevisionSignal()
+  const data: EndpointThreadData = {...given, signal: signal.buffer}
   let found!: (f: FoundOwners) => void
   let failed!: (e: Error) => void
   const thread: EndpointThread = {
-    revision: new Promise((resolve) => {
-      revision = resolve
-    }),
+    revision: () => signal.wait(REVISION_WAIT_MS),
     found: new Promise((resolve, reject) => {
       found = resolve
       failed = reject
@@ -465,23 +528,18 @@ function startEndpointThread(data: EndpointThreadData): EndpointThread {
         {eval: true, workerData: data},
       )
     : new Worker(module, {workerData: data})
-  worker.on('message', (m: EndpointThreadMessage) => {
-    if ('revision' in m) revision(m.revision)
-    else found(foundOwners(m.found))
-  })
-  const end = (err: Error) => {
-    revision(undefined)
-    failed(err)
-  }
-  worker.on('error', end)
+  worker.on('message', (m: EndpointThreadMessage) => found(foundOwners(m.found)))
+  worker.on('error', failed)
   worker.on('exit', (code) =>
-    end(new Error(`internal: the endpoint thread of ipam check ended (exit ${code}) without its result`)),
+    failed(new Error(`internal: the endpoint thread of ipam check ended (exit ${code}) without its result`)),
   )
   return thread
 }
 
 const COOLING_DOWN = 1
 const WINDOWS_RESERVED = 2
+/** The allocation's address is IPv6 (BlockScan keeps its text aside). */
+const V6_KEY = 4
 
 /** One block's allocations in full (`CheckBlock.allocations`), and the same indexed by ordinal. */
 interface BlockDetail {
@@ -504,24 +562,36 @@ class BlockScan {
   readonly hostAffine: {cidr: string; host: string}[] = []
   /** Non-cooling-down allocations per `node` attribute. */
   readonly perNode = new Map<string, number>()
-  /** Per allocation, in block then ordinal order: its address, its block (index in `blocks`), ordinal, flags. */
-  readonly keys: AddressKey[] = []
-  readonly blockOf: number[] = []
-  readonly ordinalOf: number[] = []
-  readonly flags: number[] = []
+  /**
+   * Allocations counted so far. Per allocation, in block then ordinal order, in typed arrays (550,000 of each on a
+   * full-size cluster): its address (IPv4 by number; IPv6 text in `v6Keys`), its block (index in `blocks`), ordinal
+   * and flags.
+   */
+  count = 0
+  private v4Keys = new Uint32Array(1024)
+  private readonly v6Keys = new Map<number, string>()
+  private blockOf = new Uint32Array(1024)
+  private ordinalOf = new Uint32Array(1024)
+  private flags = new Uint8Array(1024)
   visited = 0
   /** Set when every endpoint has been visited, before any detail is built. */
   owned = new AddressTable()
   private readonly texts: string[] = []
   private readonly details: (BlockDetail | undefined)[] = []
+  /** Where each attribute's handle starts in the block's text (scanBlockSummary), one block at a time. */
+  private readonly handleAt: number[] = []
 
   constructor(private readonly now: Date) {}
 
   visit(kv: KeyValue): void {
     this.visited++
     let block: BlockSummary
+    // Read lean, each handle's name is a stretch of the text (`handleAt`), kept as such by `referenced`.
+    let lean = false
     try {
-      block = scanBlockSummary(kv.value) ?? summarizeBlock(decodeBlock(kv.value))
+      const summary = scanBlockSummary(kv.value, this.handleAt)
+      lean = summary !== undefined
+      block = summary ?? summarizeBlock(decodeBlock(kv.value))
     } catch (err) {
       this.invalidBlocks.push({
         cidr: kv.key.slice(kv.key.lastIndexOf('/') + 1).replace('-', '/'),
@@ -543,6 +613,7 @@ class BlockScan {
     // Consecutive allocations nearly always share a node: counted locally, added to perNode once per run.
     let node: string | undefined
     let nodeCount = 0
+    let text = -1
     for (let o = 0; o < block.allocations.length; o++) {
       const idx = block.allocations[o]!
       if (idx === null) continue
@@ -551,25 +622,57 @@ class BlockScan {
       if (!a) continue
       const handle = a.handle_id === undefined ? undefined : sanitizeHandle(a.handle_id)
       const windowsReserved = isWindowsReserved(handle)
-      if (handle !== undefined && !windowsReserved) this.referenced.add(handle)
+      if (handle !== undefined && !windowsReserved) {
+        if (!lean) this.referenced.add(handle)
+        else {
+          if (text < 0) text = this.referenced.text(kv.value)
+          const at = this.handleAt[idx]!
+          this.referenced.addFrom(text, at, at + handle.length)
+        }
+      }
       const coolingDown = isCoolingDown(a)
       if (!coolingDown && a.node !== undefined) {
         if (a.node !== node) {
-          this.count(node, nodeCount)
+          this.countNode(node, nodeCount)
           node = a.node
           nodeCount = 0
         }
         nodeCount++
       }
-      this.keys.push(v4Base >= 0 ? v4Base + o : formatIp(block.cidr.family, block.cidr.base + BigInt(o)))
-      this.blockOf.push(index)
-      this.ordinalOf.push(o)
-      this.flags.push((coolingDown ? COOLING_DOWN : 0) | (windowsReserved ? WINDOWS_RESERVED : 0))
+      const n = this.count++
+      if (n === this.flags.length) this.grow()
+      let flags = (coolingDown ? COOLING_DOWN : 0) | (windowsReserved ? WINDOWS_RESERVED : 0)
+      if (v4Base >= 0) this.v4Keys[n] = v4Base + o
+      else {
+        this.v6Keys.set(n, formatIp(block.cidr.family, block.cidr.base + BigInt(o)))
+        flags |= V6_KEY
+      }
+      this.blockOf[n] = index
+      this.ordinalOf[n] = o
+      this.flags[n] = flags
     }
-    this.count(node, nodeCount)
+    this.countNode(node, nodeCount)
   }
 
-  private count(node: string | undefined, n: number): void {
+  private grow(): void {
+    const size = this.flags.length * 2
+    this.v4Keys = grown(this.v4Keys, new Uint32Array(size))
+    this.blockOf = grown(this.blockOf, new Uint32Array(size))
+    this.ordinalOf = grown(this.ordinalOf, new Uint32Array(size))
+    this.flags = grown(this.flags, new Uint8Array(size))
+  }
+
+  /** The address of allocation `i` (0…count-1). */
+  key(i: number): AddressKey {
+    return this.flags[i]! & V6_KEY ? this.v6Keys.get(i)! : this.v4Keys[i]!
+  }
+
+  /** COOLING_DOWN and WINDOWS_RESERVED of allocation `i`. */
+  flagsOf(i: number): number {
+    return this.flags[i]!
+  }
+
+  private countNode(node: string | undefined, n: number): void {
     if (node !== undefined) this.perNode.set(node, (this.perNode.get(node) ?? 0) + n)
   }
 
@@ -584,7 +687,7 @@ class BlockScan {
     }
   }
 
-  /** The CheckAllocation of allocation `i` (an index into `keys`). */
+  /** The CheckAllocation of allocation `i` (0…count-1). */
   allocation(i: number): CheckAllocation {
     return this.detail(this.blockOf[i]!).byOrdinal[this.ordinalOf[i]!]!
   }
@@ -677,19 +780,17 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
     // The embedded store: everything in one read snapshot. With the endpoint thread, the thread reads the Node
     // records and endpoints on its own connection while this one reads the rest; its work is used only when its
     // snapshot has this one's revision (then both read the same records, see Store.eachAtRevision). This one
-    // waits for the thread's revision before it starts, so only a write in between makes them differ: then the
-    // endpoints are read here too, in this snapshot, and the thread is stopped.
+    // starts at once (the thread takes a while to start) and takes the thread's revision when its own scans are
+    // done, still in its snapshot (RevisionSignal): only a write between the two snapshots' starts makes them
+    // differ, and then the endpoints are read here too, in this snapshot, and the thread is stopped.
     const thread =
       opts.endpointThread && !opts.nodeNetnsExists && store.file !== undefined
         ? startEndpointThread({file: store.file, active, netnsNode: opts.netnsNode})
         : undefined
-    const theirs = await thread?.revision
     let here = true
     let clusterKv: KeyValue | undefined
     const affinities: KeyValue[] = []
     const plan = function* (revision: bigint): Generator<Scan> {
-      here = revision !== theirs
-      if (here) yield* endpoints.scans()
       yield {prefix: keys.blockPrefix(), visit: visitBlock}
       progress(scan.visited)
       yield {prefix: handlePrefix, visit: visitHandle, keysOnly: true}
@@ -700,6 +801,8 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
           if (kv.key === CLUSTER_INFO_KEY) clusterKv = kv
         },
       }
+      here = thread?.revision() !== revision
+      if (here) yield* endpoints.scans()
     }
     await store.eachAtRevision(plan)
     if (!here) found = await thread!.found
@@ -727,10 +830,10 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
   const missingHandles = scan.referenced.unmatched().sort()
 
   const leaked: CheckAllocation[] = []
-  for (let i = 0; i < scan.keys.length; i++) {
-    const flags = scan.flags[i]!
+  for (let i = 0; i < scan.count; i++) {
+    const flags = scan.flagsOf(i)
     if (flags & COOLING_DOWN) continue
-    const e = owned.find(scan.keys[i]!)
+    const e = owned.find(scan.key(i))
     if (e >= 0) owned.markAllocated(e)
     else if (!(flags & WINDOWS_RESERVED)) leaked.push(scan.allocation(i))
   }
@@ -786,7 +889,7 @@ export async function checkIpam(ctx: Ctx, opts: CheckOptions = {}): Promise<Chec
       allocations ??= blocks.flatMap((b) => b.allocations)
       return allocations
     },
-    allocationCount: scan.keys.length,
+    allocationCount: scan.count,
     activePools: active.map((p) => formatCidr(p)),
     get owners() {
       owners ??= new Map(Array.from({length: owned.size}, (_, e) => [owned.ip(e), owned.ownersOf(e)]))

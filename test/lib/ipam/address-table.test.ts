@@ -50,6 +50,37 @@ describe('AddressTable', () => {
     assert.equal(t.pooled(5), true)
   })
 
+  it('keeps numbered owners and texts in the order found, through growth and a copy to another thread', () => {
+    const t = new AddressTable((ref) => `Workload(${ref})`)
+    t.add(0x0a000001, 'Node(n1)', true)
+    t.add(0x0a000001, 7, true)
+    t.add('fd00::1', 8, false)
+    t.add('fd00::1', 'Node(n2)', false)
+    t.add('fd00::1', 9, false)
+    for (let i = 0; i < 3000; i++) t.add(0x0b000000 + i, 100 + i, true)
+    t.add(0x0b000002, 5, true)
+    const expected = [
+      ['10.0.0.1', ['Node(n1)', 'Workload(7)']],
+      ['fd00::1', ['Workload(8)', 'Node(n2)', 'Workload(9)']],
+      ['11.0.0.0', ['Workload(100)']],
+      ['11.0.0.2', ['Workload(102)', 'Workload(5)']],
+    ]
+    const seen = (x: AddressTable) =>
+      [0, 1, 2, 4].map((e) => [x.ip(e), x.ownersOf(e), x.ownerCount(e) === x.ownersOf(e).length])
+    assert.deepEqual(
+      seen(t),
+      expected.map(([ip, o]) => [ip, o, true]),
+    )
+    const c = t.contents()
+    const copy = structuredClone(c, {transfer: [c.v4.buffer, c.flags.buffer, c.ownerRefs.buffer, c.slots.buffer]})
+    const there = AddressTable.from(copy, (ref) => `Workload(${ref})`)
+    assert.deepEqual(
+      seen(there),
+      expected.map(([ip, o]) => [ip, o, true]),
+    )
+    assert.equal(there.find(0x0b000bb7), 3001)
+  })
+
   it('writes addresses as formatIp does', () => {
     assert.equal(v4Text(0), '0.0.0.0')
     assert.equal(v4Text(0xffffffff), '255.255.255.255')

@@ -606,6 +606,19 @@ test('sanitizeHandle cuts a handle ID at its first carriage return, as upstream 
 })
 
 describe('scanBlockSummary', () => {
+  test('tells where each handle starts in the text, -1 for none', () => {
+    const text =
+      '{"cidr":"10.65.0.0/30","affinity":null,"allocations":[0,null,1,2],"unallocated":[1],"attributes":[' +
+      '{"handle_id":"h-0","secondary":{"node":"n"}},{"secondary":{"node":"n"},"releasedAt":"2026-01-02T03:04:05Z"},' +
+      '{"secondary":null,"handle_id":"k8s-pod-network.abc"}],"sequenceNumber":1,"sequenceNumberForAllocation":{}}'
+    const at = [7, 7, 7, 7]
+    const b = scanBlockSummary(text, at)
+    assert.ok(b)
+    assert.deepEqual(at, [text.indexOf('h-0'), -1, text.indexOf('k8s-pod-network.abc')])
+    for (const [i, a] of b.attributes!.entries())
+      if (a.handle_id !== undefined) assert.equal(text.slice(at[i], at[i]! + a.handle_id.length), a.handle_id)
+  })
+
   const full = (text: string) => summarizeBlock(decodeBlock(text))
   /** What `ipam check` uses: the lean reader, the full decode when it declines. */
   const checkRead = (text: string) => scanBlockSummary(text) ?? full(text)

@@ -4,7 +4,13 @@
 import assert from 'node:assert/strict'
 import {after, before, describe, it} from 'node:test'
 import {autoAssign} from '../../../src/lib/ipam/autoassign.ts'
-import {type CheckOptions, type CheckResult, checkIpam} from '../../../src/lib/ipam/check.ts'
+import {
+  type CheckOptions,
+  type CheckResult,
+  checkIpam,
+  RevisionSignal,
+  scanEndpointsForThread,
+} from '../../../src/lib/ipam/check.ts'
 import {type Ctx, makeCtx} from '../../../src/lib/ipam/context.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {goTimeString} from '../../../src/lib/codec/gotime.ts'
@@ -113,11 +119,46 @@ describe('ipam check with the endpoint thread', () => {
     assert.ok(w.read.includes(ENDPOINTS))
   })
 
+  it('reads the endpoints itself when the thread cannot open the store, without waiting out its revision', async () => {
+    const w = watched(store, 0n)
+    Object.defineProperty(w.store, 'file', {value: `${store.file}.missing`})
+    const started = Date.now()
+    const r = view(await check(w.store, {netnsNode: 'node-1', endpointThread: true}))
+    assert.deepEqual(r, alone)
+    assert.ok(w.read.includes(ENDPOINTS))
+    // Not a speed test: had the thread not said it failed, the main thread would have blocked for REVISION_WAIT_MS
+    // (10 s), and a blocked thread runs no test timeout.
+    assert.ok(Date.now() - started < 5_000, 'the thread signalled its failure')
+  })
+
   it('keeps the work in one thread for a nodeNetnsExists function, or without the option', async () => {
     for (const opts of [{nodeNetnsExists: () => true, endpointThread: true}, {}] as CheckOptions[]) {
       const w = watched(store, 0n)
       await check(w.store, opts)
       assert.ok(w.read.includes(ENDPOINTS))
     }
+  })
+})
+
+describe('RevisionSignal', () => {
+  it('gives the revision published, on any thread that shares its memory', () => {
+    const signal = new RevisionSignal()
+    new RevisionSignal(signal.buffer).publish(42n)
+    assert.equal(signal.wait(0), 42n)
+  })
+
+  it('gives no revision when the thread failed, or has published none within the wait', () => {
+    assert.equal(new RevisionSignal().wait(1), undefined)
+    const failed = new RevisionSignal()
+    failed.fail()
+    assert.equal(failed.wait(60_000), undefined)
+  })
+
+  it('is set failed by the thread whose scan fails before its snapshot begins', async () => {
+    const signal = new RevisionSignal()
+    const broken = {} as Store
+    await assert.rejects(scanEndpointsForThread(broken, {file: '', active: [], signal: signal.buffer}, () => {}))
+    // Its state (slot 0): failed, not pending, so a thread that waits for it returns at once.
+    assert.equal(new BigInt64Array(signal.buffer)[0], 2n)
   })
 })

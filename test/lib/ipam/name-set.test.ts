@@ -92,4 +92,23 @@ describe('NameSet', () => {
     }
     assert.deepEqual(s.unmatched(), [...ref])
   })
+
+  it('takes names from stretches of a text as it takes strings, and gives the unmatched ones as strings', () => {
+    const text = '{"a":"h1","b":"h2","c":"h1","d":"handle-é"}'
+    const s = new NameSet()
+    const ref = s.text(text)
+    for (const name of ['h1', 'h2', 'h1', 'handle-é']) {
+      const at = text.indexOf(`"${name}"`) + 1
+      s.addFrom(ref, at, at + name.length)
+    }
+    s.add('h2')
+    s.add('名前')
+    assert.equal(s.size, 4)
+    assert.equal(s.matchTail(`${PREFIX}h1`, PREFIX.length), true)
+    assert.equal(s.matchTail(`${PREFIX}h1`, PREFIX.length), false, 'matched once only')
+    assert.equal(s.matchTail(`${PREFIX}h`, PREFIX.length), false, 'a prefix of a name')
+    assert.equal(s.matchTail(`${PREFIX}"h2"`, PREFIX.length), false, 'the text around a name')
+    assert.equal(s.matchTail(`${PREFIX}名前`, PREFIX.length), true)
+    assert.deepEqual(s.unmatched(), ['h2', 'handle-é'])
+  })
 })
