@@ -3,13 +3,9 @@
 // lists it, a Node record names it as a tunnel address, or it is a Windows reservation. Nothing here writes;
 // `ipam gc` acts on the result, and `release --from-report` on the report built from it (check-report.ts).
 import fs from 'node:fs'
-import {createRequire} from 'node:module'
-import path from 'node:path'
-import {pathToFileURL} from 'node:url'
-import {Worker} from 'node:worker_threads'
 import {parseJson} from '../codec/gojson.js'
 import {type Cidr, containsIp, formatCidr, formatIp, type Ip, parseIp, tryParseIp} from '../net/cidr.js'
-import {packageRoot} from '../package-root.js'
+import {startThread, threadModule} from '../thread.js'
 import {keys, parseAffinityKey} from '../store/keys.js'
 import {forEachKv, type KeyValue, type Scan, type Store} from '../store/store.js'
 import {
@@ -492,17 +488,6 @@ interface EndpointThread {
   stop(): void
 }
 
-/**
- * The module the endpoint thread runs: check-thread beside this file under tsc's output (.js) or the sources
- * (.ts, run through tsx); from the CLI bundle (dist/cli-bundle/), tsc's output, which ships beside it.
- */
-function endpointThreadModule(): URL {
-  const here = import.meta.url
-  for (const ext of ['.js', '.ts'])
-    if (here.endsWith(`/lib/ipam/check${ext}`)) return new URL(`./check-thread${ext}`, here)
-  return pathToFileURL(path.join(packageRoot(), 'dist', 'lib', 'ipam', 'check-thread.js'))
-}
-
 function startEndpointThread(given: Omit<EndpointThreadData, 'signal'>): EndpointThread {
   const signal = new RevisionSignal()
   const data: EndpointThreadData = {...given, signal: signal.buffer}
@@ -518,16 +503,8 @@ function startEndpointThread(given: Omit<EndpointThreadData, 'signal'>): Endpoin
   }
   // Settled whether or not anyone waits for it (a thread not used is stopped): never an unhandled rejection.
   thread.found.catch(() => {})
-  const module = endpointThreadModule()
-  // The sources run through tsx (tests, benches): a worker does not get the hooks that --import tsx registered
-  // (Node 20), so it registers them with tsx's API first, the ES module beside tsx's main one (the require()
-  // resolution finds the main module only).
-  const worker = module.href.endsWith('.ts')
-    ? new Worker(
-        `import(${JSON.stringify(new URL('esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx'))).href)}).then((t) => t.register()).then(() => import(${JSON.stringify(module.href)}))`,
-        {eval: true, workerData: data},
-      )
-    : new Worker(module, {workerData: data})
+  // check-thread beside this module (tsc's output or the sources), or tsc's output when this runs bundled.
+  const worker = startThread(threadModule(import.meta.url, 'ipam', 'check', 'check-thread'), data)
   worker.on('message', (m: EndpointThreadMessage) => found(foundOwners(m.found)))
   worker.on('error', failed)
   worker.on('exit', (code) =>
