@@ -137,24 +137,206 @@ export function yamlListItemOfJson(
  * export joins a page of them: one join per page, not one per item); false, with `out` as it was, where
  * yamlListItemOfJson gives undefined.
  */
-export function appendYamlListItemOfJson(
-  text: string,
-  drop: {readonly member: string; readonly keys: readonly string[]} | undefined,
-  out: string[],
-): boolean {
+export function appendYamlListItemOfJson(text: string, drop: Drop | undefined, out: string[]): boolean {
+  const shapes = shapesFor(drop)
+  if (shapes.write(text, out)) return true
   const mark = out.length
   const t = new JsonToYaml(text, drop, out)
   try {
     t.ws()
     if (text.charCodeAt(t.i) === 123 && t.object('    ', '  - ', true, false) > 0) {
       t.ws()
-      if (t.i === text.length) return true
+      if (t.i === text.length) {
+        shapes.learn(text)
+        return true
+      }
     }
   } catch (err) {
     if (err !== OUTSIDE) throw err
   }
   out.length = mark
   return false
+}
+
+type Drop = {readonly member: string; readonly keys: readonly string[]}
+
+/**
+ * One shape of resource (its keys in order, the kinds and number of its values): a regular expression that
+ * matches exactly the compact JSON texts of that shape whose values JsonToYaml writes plain, capturing the values,
+ * and the YAML lines around them. A text it matches is written from the captures (the values' own characters,
+ * as JsonToYaml writes them) without being walked character by character: stored resources of one kind
+ * (500,000 WorkloadEndpoints) mostly share a few shapes.
+ */
+interface ItemShape {
+  readonly re: RegExp
+  /** The text between the values: one more than the values. */
+  readonly parts: readonly string[]
+  /** Per value: a string, which must also pass plainString's checks the expression cannot make. */
+  readonly strings: readonly boolean[]
+}
+
+/** The capture of a JSON string JsonToYaml writes plain (PLAIN_VALUE's characters), of an integer, of a word. */
+const STRING_VALUE = '"([A-Za-z0-9][A-Za-z0-9._/:-]*)"'
+const INTEGER_VALUE = '(0|-?[1-9][0-9]{0,14})'
+const WORD_VALUE = '(true|false|null)'
+/** A dropped member's value: any string without an escape or a control character (JsonToYaml's ESCAPE_FREE). */
+const DROPPED_VALUE = String.raw`"[^"\\\u0000-\u001f]*"`
+const reLiteral = (s: string) => s.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')
+
+/**
+ * The shape of a text JsonToYaml wrote (so every key is plain, every string value plain, every number an integer
+ * of at most 15 digits), read from its parsed object in JsonToYaml's order and layout; undefined for a text
+ * JSON.parse reads otherwise than JsonToYaml (it cannot be one, but the shape is only an optimisation).
+ */
+function shapeOf(text: string, drop: Drop | undefined): ItemShape | undefined {
+  let obj: unknown
+  try {
+    obj = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  let re = '^'
+  const parts = ['']
+  const strings: boolean[] = []
+  const lit = (s: string) => {
+    parts[parts.length - 1] += s
+  }
+  const scalar = (v: unknown, prefix: string) => {
+    lit(prefix)
+    if (typeof v === 'string') re += STRING_VALUE
+    else if (typeof v === 'number') re += INTEGER_VALUE
+    else if (typeof v === 'boolean' || v === null) re += WORD_VALUE
+    else throw OUTSIDE
+    strings.push(typeof v === 'string')
+    parts.push('\n')
+  }
+  const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+  const object = (o: Record<string, unknown>, indent: string, first: string, top: boolean, dropping: boolean) => {
+    re += '\\{'
+    let lead = first
+    let lines = 0
+    let j = 0
+    for (const k of Object.keys(o)) {
+      if (j++ > 0) re += ','
+      re += `${reLiteral(JSON.stringify(k))}:`
+      const v = o[k]
+      if (dropping && drop!.keys.includes(k)) {
+        if (typeof v !== 'string') throw OUTSIDE
+        re += DROPPED_VALUE
+        continue
+      }
+      if (Array.isArray(v)) {
+        if (v.length === 0) {
+          re += '\\[\\]'
+          lit(`${lead}${k}: []\n`)
+        } else {
+          lit(`${lead}${k}:\n`)
+          re += '\\['
+          const inner = `${indent}  `
+          v.forEach((x, i) => {
+            if (i > 0) re += ','
+            if (isMap(x)) {
+              if (Object.keys(x).length === 0) {
+                re += '\\{\\}'
+                lit(`${inner}- {}\n`)
+              } else object(x, `${inner}  `, `${inner}- `, false, false)
+            } else if (Array.isArray(x)) throw OUTSIDE
+            else scalar(x, `${inner}- `)
+          })
+          re += '\\]'
+        }
+      } else if (isMap(v)) {
+        const head = `${lead}${k}:\n`
+        lit(head)
+        const dropHere = top && drop !== undefined && k === drop.member
+        if (object(v, `${indent}  `, `${indent}  `, false, dropHere) === 0) {
+          // Nothing written inside (empty, or every member dropped): no value was added since the head either.
+          const last = parts.length - 1
+          parts[last] = `${parts[last]!.slice(0, -head.length)}${lead}${k}: {}\n`
+        }
+      } else scalar(v, `${lead}${k}: `)
+      lead = indent
+      lines++
+    }
+    re += '\\}'
+    return lines
+  }
+  try {
+    if (!isMap(obj)) return undefined
+    object(obj, '    ', '  - ', true, false)
+  } catch (err) {
+    if (err === OUTSIDE) return undefined
+    throw err
+  }
+  return {re: new RegExp(`${re}$`), parts, strings}
+}
+
+/** Shapes tried first, most recently used first. */
+const MAX_SHAPES = 4
+/** Shapes learnt at most per drop: texts of ever new shapes (labels that differ per pod) stop being learnt. */
+const MAX_LEARNT = 32
+
+/** The shapes met so far for one `drop`, and how many were learnt. */
+class ItemShapes {
+  private shapes: ItemShape[] = []
+  learnt = 0
+  /** Texts written from a shape (what the tests check was taken). */
+  written = 0
+  constructor(private readonly drop: Drop | undefined) {}
+
+  /** Writes `text` onto `out` if one of the shapes matches it and its values pass plainString. */
+  write(text: string, out: string[]): boolean {
+    const shapes = this.shapes
+    for (let s = 0; s < shapes.length; s++) {
+      const shape = shapes[s]!
+      const m = shape.re.exec(text)
+      if (m === null) continue
+      const {parts, strings} = shape
+      for (let i = 0; i < strings.length; i++) {
+        if (!strings[i]) continue
+        const v = m[i + 1]!
+        const c = v.charCodeAt(0)
+        if (v.endsWith(':') || ((v.length <= 5 || (c >= 48 && c <= 57)) && CORE_TYPED.test(v))) return false
+      }
+      out.push(parts[0]!)
+      for (let i = 0; i < strings.length; i++) out.push(m[i + 1]!, parts[i + 1]!)
+      this.written++
+      if (s > 0) {
+        shapes.splice(s, 1)
+        shapes.unshift(shape)
+      }
+      return true
+    }
+    return false
+  }
+
+  /** A text JsonToYaml wrote that no shape matched: its shape is tried first from now on (within MAX_LEARNT). */
+  learn(text: string): void {
+    if (this.learnt >= MAX_LEARNT) return
+    this.learnt++
+    const shape = shapeOf(text, this.drop)
+    if (shape === undefined) return
+    this.shapes.unshift(shape)
+    if (this.shapes.length > MAX_SHAPES) this.shapes.pop()
+  }
+}
+
+/** How many shapes were learnt for `drop` and how many texts were written from them (for tests). */
+export function itemShapeCounts(drop: Drop | undefined): {learnt: number; written: number} {
+  const {learnt, written} = shapesFor(drop)
+  return {learnt, written}
+}
+
+const shapesByDrop = new WeakMap<Drop, ItemShapes>()
+const undroppedShapes = new ItemShapes(undefined)
+const shapesFor = (drop: Drop | undefined): ItemShapes => {
+  if (drop === undefined) return undroppedShapes
+  let shapes = shapesByDrop.get(drop)
+  if (shapes === undefined) {
+    shapes = new ItemShapes(drop)
+    shapesByDrop.set(drop, shapes)
+  }
+  return shapes
 }
 
 /** yamlListItemOfJson's reader: a position in the text, and the lines written (onto `out`). */

@@ -4,7 +4,13 @@
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
 import {parseJson} from '../../../src/lib/codec/gojson.ts'
-import {loadYaml, parseSimpleYaml, yamlListItem, yamlListItemOfJson} from '../../../src/lib/codec/yaml.ts'
+import {
+  itemShapeCounts,
+  loadYaml,
+  parseSimpleYaml,
+  yamlListItem,
+  yamlListItemOfJson,
+} from '../../../src/lib/codec/yaml.ts'
 
 const HEAD = 'apiVersion: v\nitems:\n'
 const TAIL = 'kind: L\nmetadata: {}\n'
@@ -380,4 +386,55 @@ test('yamlListItemOfJson on thousands of generated and mutated texts: the same b
   }
   assert.ok(direct > 400, `${direct} written directly`)
   assert.ok(mutatedDirect > 0, `${mutatedDirect} mutated texts written directly`)
+})
+
+// The shapes yamlListItemOfJson learns (ItemShapes): a text written from a learnt shape must be exactly what
+// walking it gives, and a text a shape cannot be sure of must still be walked (or refused) as before.
+test('yamlListItemOfJson from a learnt shape: every value near a quoting rule written as walking it writes, or left', () => {
+  const items = (s: unknown) => [
+    {kind: 'K', metadata: {name: s, uid: 'u', labels: {'a.b/c': s}}, spec: {v: s, list: [s, 's'], o: {}, e: []}},
+    {k: [{a: s, b: {c: []}}, {}], z: {}, num: 5, t: true, u: null},
+    {metadata: {uid: 'u', resourceVersion: '1'}, spec: {x: s}},
+  ]
+  const values: unknown[] = [...STRINGS, 0, -0, 7, -17, 1000, 1.5, 2 ** 53, 123456789012345, true, false, null]
+  for (let shape = 0; shape < items(0).length; shape++) {
+    const drop = {member: 'metadata', keys: ['uid', 'resourceVersion', 'creationTimestamp']}
+    // The shape is learnt from a text with plain values, then tried first for every text after it.
+    assert.ok(yamlListItemOfJson(JSON.stringify(items('plain')[shape]), drop) !== undefined)
+    assert.equal(itemShapeCounts(drop).learnt, 1)
+    let expectedWritten = 0
+    for (const v of values) {
+      const text = JSON.stringify(items(v)[shape])
+      // The oracle: a fresh drop has no shape, so the text is walked.
+      const walked = yamlListItemOfJson(text, {...drop})
+      const before = itemShapeCounts(drop).written
+      assert.equal(yamlListItemOfJson(text, drop), walked, text)
+      if (itemShapeCounts(drop).written > before) expectedWritten++
+      if (walked !== undefined) assert.equal(walked, viaParse(text), text)
+    }
+    // The plain strings keep the shape; the others changed the kind of a value, or were walked and refused.
+    assert.ok(expectedWritten >= 20, `${expectedWritten} of ${values.length} written from the shape`)
+  }
+})
+
+test('yamlListItemOfJson: a shape matches only compact texts of the same keys, and stops learning after its budget', () => {
+  const drop = {member: 'metadata', keys: ['uid']}
+  const base = {kind: 'K', metadata: {name: 'a', uid: 'u1'}, spec: {port: 80, ips: ['10.0.0.1/32']}}
+  assert.ok(yamlListItemOfJson(JSON.stringify(base), drop))
+  const variants = [
+    JSON.stringify(base, null, 2),
+    JSON.stringify({...base, spec: {port: 80, ips: ['10.0.0.1/32', 'fd00::1/128']}}),
+    JSON.stringify({...base, spec: {ips: ['10.0.0.1/32'], port: 80}}),
+    JSON.stringify({...base, metadata: {name: 'a', uid: 'with\\backslash'}}),
+    JSON.stringify({...base, metadata: {name: 'a', uid: 'quote"inside'}}),
+    JSON.stringify({...base, spec: {port: '80', ips: ['10.0.0.1/32']}}),
+    JSON.stringify({...base, spec: {port: 80, ips: ['a b']}}),
+  ]
+  for (const text of variants) {
+    const walked = yamlListItemOfJson(text, {...drop})
+    assert.equal(yamlListItemOfJson(text, drop), walked, text)
+    if (walked !== undefined) assert.equal(walked, viaParse(text).replace('    uid: u1\n', ''), text)
+  }
+  for (let i = 0; i < 100; i++) yamlListItemOfJson(JSON.stringify({[`key${i}`]: 'v'}), drop)
+  assert.equal(itemShapeCounts(drop).learnt, 32)
 })
