@@ -516,13 +516,20 @@ function visitRows(
     : values
       ? [st.firstValuesPage, st.nextValuesPage]
       : [st.firstRowsPage, st.nextRowsPage]
-  let page = first.all(from, end) as unknown[][]
+  let page = first.all(from, end) as (unknown[] | undefined)[]
   for (;;) {
-    if (keysOnly) for (const r of page) visit({key: r[0] as string, value: '', modRevision: r[1] as bigint})
-    else if (values) for (const r of page) visit({key: r[0] as string, value: r[1] as string, modRevision: 0n})
-    else for (const r of page) visit({key: r[0] as string, value: r[1] as string, modRevision: r[2] as bigint})
-    if (page.length < VISIT_PAGE) return
-    page = next.all(page[page.length - 1]![0], end) as unknown[][]
+    const n = page.length
+    const last = page[n - 1]?.[0]
+    // Each row is let go once visited: a young-generation collection during the page then copies only the rows
+    // still to come, not the whole page (256 blocks of ~9 KB each: the copying was a fifth of `ipam show`).
+    for (let i = 0; i < n; i++) {
+      const r = page[i]!
+      page[i] = undefined
+      if (keysOnly) visit({key: r[0] as string, value: '', modRevision: r[1] as bigint})
+      else visit({key: r[0] as string, value: r[1] as string, modRevision: values ? 0n : (r[2] as bigint)})
+    }
+    if (n < VISIT_PAGE) return
+    page = next.all(last, end) as (unknown[] | undefined)[]
   }
 }
 
