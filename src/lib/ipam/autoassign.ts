@@ -394,7 +394,12 @@ async function assignFamily(
     job.blocksRead.length === 1 &&
     first !== undefined &&
     sameCidr(job.blocksRead[0]!, first.cidr)
-  rememberSteady(ctx, slot, setup, fromFirstOnly)
+  rememberSteady(
+    ctx,
+    slot,
+    setup,
+    fromFirstOnly ? {affinity: first, affKv: setup.ahead.get(first.key), passed: []} : undefined,
+  )
   // The Node record is created on first use, but only once something was actually allocated for it.
   if (!setup.nodeExists && result.ips.length > 0) await ensureNode(ctx.store, args.host, now, {seenAbsent: true})
   return result
@@ -432,25 +437,31 @@ export function steadySlot(args: AutoAssignArgs, family: Family, requested: read
 }
 
 /**
- * After a full-path allocation: keep `setup` for the next request of this shape when `fromFirstOnly` (every
- * address asked for came from the host's first affine block, the only block written), the Node existed and no
- * block was to be given up; otherwise forget the shape.
+ * Where a full-path allocation took every address it was asked for: one affine block (`affinity`, read at
+ * `affKv`), after `passed`, the guards of the host's affine blocks tried before it that gave nothing (their
+ * affinity and block as read: while both are unchanged, a full read would pass them over again).
  */
-export function rememberSteady(ctx: Ctx, slot: string, setup: FamilySetup, fromFirstOnly: boolean): void {
+export interface ServedFrom {
+  readonly affinity: Affine
+  readonly affKv: KeyValue | undefined
+  readonly passed: readonly Condition[]
+}
+
+/**
+ * After a full-path allocation: keep `setup` for the next request of this shape when every address came from one
+ * block (`served`), the only block written, the Node existed and no block was to be given up; otherwise forget
+ * the shape.
+ */
+export function rememberSteady(ctx: Ctx, slot: string, setup: FamilySetup, served: ServedFrom | undefined): void {
   const mine = steadyByStore.get(ctx.store) ?? new Map<string, Steady>()
   steadyByStore.set(ctx.store, mine)
   mine.delete(slot)
-  const first = firstAffine(setup)
-  if (!first || !fromFirstOnly || !setup.nodeExists || setup.deselected.length > 0) return
-  if (setup.guards.length > MAX_STEADY_GUARDS) return
-  const blockKey = keys.block(first.cidr)
+  if (!served || !setup.nodeExists || setup.deselected.length > 0) return
+  const guards = [...setup.guards, ...served.passed, guardFor(served.affinity.key, served.affKv)]
+  if (guards.length > MAX_STEADY_GUARDS) return
+  const blockKey = keys.block(served.affinity.cidr)
   if (!lastWritten(ctx.store, blockKey)) return
-  mine.set(slot, {
-    cooldownSeconds: setup.cfg.ipCooldownSeconds,
-    reserved: setup.reserved,
-    blockKey,
-    guards: [...setup.guards, guardFor(first.key, setup.ahead.get(first.key))],
-  })
+  mine.set(slot, {cooldownSeconds: setup.cfg.ipCooldownSeconds, reserved: setup.reserved, blockKey, guards})
   if (mine.size > MAX_STEADY) mine.delete(mine.keys().next().value!)
 }
 

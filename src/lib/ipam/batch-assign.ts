@@ -6,7 +6,7 @@
 // same pools, same blocks in the same order, same claim/borrow rules and messages.
 import type {Cidr, Family} from '../net/cidr.js'
 import {keys} from '../store/keys.js'
-import type {KeyValue} from '../store/store.js'
+import {type Condition, guardFor, type KeyValue} from '../store/store.js'
 import {
   type Affine,
   affineIn,
@@ -18,11 +18,12 @@ import {
   type FamilySetup,
   ownerAttribute,
   rememberSteady,
+  type ServedFrom,
   steadyAssign,
   steadySlot,
   validateRequest,
 } from './autoassign.js'
-import {takeOrdinals} from './block.js'
+import {hasReleasedAt, takeOrdinals} from './block.js'
 import {blockFrom, type Ctx, loadBlock, withRetry, WriteBatch} from './context.js'
 import {releaseIfEmpty} from './consistent-affinity.js'
 import {ensureNode} from './node.js'
@@ -152,23 +153,38 @@ async function fillGroup(ctx: Ctx, group: Item[], f: Family, hooks: BatchHooks):
   // What the setup request read, usable by the first block attempt only: any write may change it.
   const ahead = new Map(setup.ahead)
   const used: Cidr[] = []
-  let fromFirstOnly = false
+  // The blocks passed over so far, as read (docs/design.md#steady-state-allocation): undefined once one cannot
+  // be guarded (written to, or with an address cooling down, which frees itself with no write).
+  let passed: Condition[] | undefined = []
+  let served: ServedFrom | undefined
   for (const a of affineIn(setup.affinityKeys, setup.pools)) {
     used.push(a.cidr)
     const pending = group.filter((it) => it.error === undefined && remaining(it, f) > 0 && !it.finished.has(f))
     if (pending.length === 0) break
+    let gave = false
+    let read: BlockRead | undefined
     for (let i = 0; i < pending.length; i += MAX_HANDLES_PER_TXN) {
       const chunk = pending.slice(i, i + MAX_HANDLES_PER_TXN)
       try {
-        allocated = (await fillFromBlock(ctx, setup, a, chunk, f, hooks, ahead)) || allocated
+        const r = await fillFromBlock(ctx, setup, a, chunk, f, hooks, ahead)
+        gave ||= r.gave
+        read = r
       } catch (err) {
         for (const it of chunk) it.error = err
+        passed = undefined
       }
     }
-    if (used.length === 1) fromFirstOnly = group.every((it) => it.error === undefined && remaining(it, f) === 0)
+    const done = group.every((it) => it.error === undefined && remaining(it, f) === 0)
+    if (passed && read && pending.length <= MAX_HANDLES_PER_TXN) {
+      if (gave && done) served = {affinity: a, affKv: read.affKv, passed}
+      else if (!gave && !read.coolingDown)
+        passed.push(guardFor(a.key, read.affKv), guardFor(keys.block(a.cidr), read.blockKv))
+      else passed = undefined
+    } else passed = undefined
+    allocated ||= gave
   }
   rememberBlocks(ctx.store, args.host, f, used)
-  rememberSteady(ctx, slot, setup, fromFirstOnly)
+  rememberSteady(ctx, slot, setup, served)
   // As autoAssign: the Node record is created on first use, once something was allocated for it.
   if (allocated && !setup.nodeExists) await ensureNode(ctx.store, args.host, ctx.clock.now(), {seenAbsent: true})
 }
@@ -185,7 +201,7 @@ async function fillFromBlock(
   f: Family,
   hooks: BatchHooks,
   ahead: Map<string, KeyValue | undefined>,
-): Promise<boolean> {
+): Promise<BlockRead & {gave: boolean}> {
   const host = chunk[0]!.args.host
   return withRetry(ctx, async () => {
     const batch = new WriteBatch(ctx)
@@ -206,19 +222,28 @@ async function fillFromBlock(
       ;[affKv, loaded] = await Promise.all([ctx.store.get(a.key), loadBlock(ctx, a.cidr, setup.cfg.ipCooldownSeconds)])
     }
     ahead.clear()
+    const read = {affKv, blockKv: loaded?.kv, coolingDown: loaded?.kv !== undefined && hasReleasedAt(loaded.kv.value)}
     if (!affKv || !loaded || decodeAffinity(affKv.value) !== 'confirmed' || loaded.block.affinity !== `host:${host}`)
-      return false
+      return {...read, gave: false}
     const block = loaded.block
     const skip = setup.reserved.skipFor(block.cidr)
     const taken = chunk.map((it) =>
       takeOrdinals(block, remaining(it, f), ownerAttribute(host, it.args.handle, it.args.attrs), skip),
     )
-    if (taken.every((t) => t.length === 0)) return false
+    if (taken.every((t) => t.length === 0)) return {...read, gave: false}
     batch.putBlock(block, loaded.kv)
     for (const [i, it] of chunk.entries()) batch.countHandle(it.args.handle, block.cidr, taken[i]!.length)
     await batch.commit()
     hooks.onBlockTxn?.(taken.filter((t) => t.length > 0).length)
     for (const [i, it] of chunk.entries()) it.result[f].ips.push(...assignedIps(block, taken[i]!))
-    return true
+    return {...read, gave: true}
   })
+}
+
+/** What fillFromBlock read of a block and its affinity (undefined: absent). */
+interface BlockRead {
+  readonly affKv: KeyValue | undefined
+  readonly blockKv: KeyValue | undefined
+  /** The block holds an address cooling down: it frees itself with time, no write marks it. */
+  readonly coolingDown: boolean
 }

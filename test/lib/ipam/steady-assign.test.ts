@@ -127,6 +127,36 @@ describe('steady-state allocation', () => {
     await assertInvariants(s.inner)
   })
 
+  it("the agent's batches past a full first block: steady in the block that serves them, until a block passed over changes", async () => {
+    const inner = new MemoryStore()
+    await createPools(makeCtx(inner), [{name: 'p', cidr: '10.0.0.0/24', blockSize: 26}])
+    const store = counting(inner)
+    const ctx = makeCtx(store)
+    const got: string[] = []
+    const batch = async (tag: string, n: number) => {
+      store.requests.length = 0
+      const reqs = Array.from({length: n}, (_, i) => ({host: 'me', num4: 1, num6: 0, handle: `${tag}-${i}`}))
+      for (const o of await autoAssignBatch(ctx, reqs)) {
+        assert.ok('ok' in o)
+        got.push(...o.ok.v4.ips.map((ip) => ip.address))
+      }
+    }
+    await batch('fill', 64) // the host's first block, now full
+    await batch('claim', 1) // the second block, claimed by the full path
+    await batch('full', 1) // a full read: the first block passed over, the second serves
+    await batch('steady', 2)
+    assert.deepEqual(store.requests, ['txn'], 'from the second block in one transaction, no read')
+    assert.equal(new Set(got).size, 68)
+    // Another process frees an address of the first block: a full read would take it first, so must this.
+    const freed = got[5]!
+    await releaseIps(makeCtx(inner), [{ip: freed}])
+    await batch('after-release', 1)
+    assert.deepEqual(store.requests, ['txn', 'read', 'txn'], 'the lost guard sends it through a full read')
+    assert.equal(got.at(-1), freed)
+    assert.equal(new Set(got).size, 68)
+    await assertInvariants(inner)
+  })
+
   it('both families under one handle stay one transaction each (the handle is guarded at its own write)', async () => {
     const inner = new MemoryStore()
     await createPools(makeCtx(inner), [
