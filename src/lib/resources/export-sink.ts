@@ -46,13 +46,18 @@ export function textSink(write: (chunk: Uint8Array) => void): ExportSink {
   }
 }
 
+/** All of `bytes` to `fd` (a write may take less than it was given). */
+export function writeAllSync(fd: number, bytes: Uint8Array): void {
+  for (let at = 0; at < bytes.byteLength; ) at += fs.writeSync(fd, bytes, at)
+}
+
 /** Slots of the Int32Array the main thread and the writer thread share. */
 export const SHARED = {
   /** Messages sent to the thread and not yet done with. */
   queued: 0,
   /** Pages among them. */
   pages: 1,
-  /** Set by the thread when a write failed (its error follows on the port). */
+  /** Set by the thread when a write failed (its error follows on the port), or by abort: drop the rest. */
   failed: 2,
   /** Set by the thread when it runs. */
   alive: 3,
@@ -64,7 +69,7 @@ export const SHARED = {
 export interface WriterThreadData {
   fd: number
   state: Int32Array
-  port: import('node:worker_threads').MessagePort
+  port: MessagePort
 }
 
 /** Main thread → writer thread. */
@@ -73,8 +78,9 @@ export type WriterMessage = {bytes: Uint8Array} | {page: Page} | {end: true}
 export type WriterReport = {error: {code?: string; message: string}} | {done: true}
 
 /**
- * Pages the thread may have waiting before the main thread formats the next one itself: one being formatted and
- * one ready keeps the thread busy; more would only leave the main thread idle at the end.
+ * Pages the thread may have waiting before the main thread formats the next one itself: enough that the thread is
+ * never idle while the main thread reads (with 2 it was idle a third of the time), few enough (a few ms of work)
+ * that neither thread waits long for the other at the end.
  */
 const PAGES_AHEAD = 8
 /** Messages in flight at most (pieces of text and pages, ~256 KB each): memory stays bounded if writing is slow. */
@@ -194,7 +200,7 @@ export function threadSink(
 
   const writeHere = (bytes: Uint8Array) => {
     try {
-      for (let at = 0; at < bytes.byteLength; ) at += fs.writeSync(fd, bytes, at)
+      writeAllSync(fd, bytes)
     } catch (err) {
       throw failure(err as NodeJS.ErrnoException)
     }

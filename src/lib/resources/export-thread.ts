@@ -1,25 +1,20 @@
 // `datastore export`'s writer thread (threadSink in export-sink.ts): writes the pieces of text the main thread
 // hands it, and formats and writes the pages it is given, in the order they come, to the file both share.
-import fs from 'node:fs'
 import {parentPort, workerData} from 'node:worker_threads'
 import {formatPage} from './export-format.js'
-import {SHARED, type WriterMessage, type WriterReport, type WriterThreadData} from './export-sink.js'
+import {SHARED, type WriterMessage, type WriterReport, type WriterThreadData, writeAllSync} from './export-sink.js'
 
 const {fd, state, port} = workerData as WriterThreadData
 const report = (r: WriterReport) => port.postMessage(r)
-
-function writeAll(bytes: Uint8Array): void {
-  for (let at = 0; at < bytes.byteLength; ) at += fs.writeSync(fd, bytes, at)
-}
 
 Atomics.store(state, SHARED.alive, 1)
 parentPort!.on('message', (m: WriterMessage) => {
   try {
     // After a failure the rest is dropped: the main thread throws at its next hand-over.
     if (!Atomics.load(state, SHARED.failed)) {
-      if ('bytes' in m) writeAll(m.bytes)
+      if ('bytes' in m) writeAllSync(fd, m.bytes)
       else if ('page' in m) {
-        writeAll(Buffer.from(formatPage(m.page)))
+        writeAllSync(fd, Buffer.from(formatPage(m.page)))
         Atomics.add(state, SHARED.formatted, 1)
       } else {
         report({done: true})
