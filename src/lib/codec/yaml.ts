@@ -141,21 +141,25 @@ export function appendYamlListItemOfJson(text: string, drop: Drop | undefined, o
   const shapes = shapesFor(drop)
   if (shapes.write(text, out)) return true
   const mark = out.length
-  const t = new JsonToYaml(text, drop, out)
-  try {
-    t.ws()
-    if (text.charCodeAt(t.i) === 123 && t.object('    ', '  - ', true, false) > 0) {
-      t.ws()
-      if (t.i === text.length) {
-        shapes.learn(text)
-        return true
-      }
-    }
-  } catch (err) {
-    if (err !== OUTSIDE) throw err
+  if (walk(new JsonToYaml(text, drop, out))) {
+    shapes.learn(text)
+    return true
   }
   out.length = mark
   return false
+}
+
+/** JsonToYaml over its whole text: whether the text is one it writes (its lines are then on its `out`). */
+function walk(t: JsonToYaml): boolean {
+  try {
+    t.ws()
+    if (t.text.charCodeAt(t.i) !== 123 || t.object('    ', '  - ', true, false) === 0) return false
+    t.ws()
+    return t.i === t.text.length
+  } catch (err) {
+    if (err !== OUTSIDE) throw err
+    return false
+  }
 }
 
 type Drop = {readonly member: string; readonly keys: readonly string[]}
@@ -181,94 +185,49 @@ const INTEGER_VALUE = '(0|-?[1-9][0-9]{0,14})'
 const WORD_VALUE = '(true|false|null)'
 /** A dropped member's value: any string without an escape or a control character (JsonToYaml's ESCAPE_FREE). */
 const DROPPED_VALUE = String.raw`"[^"\\\u0000-\u001f]*"`
-const reLiteral = (s: string) => s.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')
 
 /**
- * The shape of a text JsonToYaml wrote (so every key is plain, every string value plain, every number an integer
- * of at most 15 digits), read from its parsed object in JsonToYaml's order and layout; undefined for a text
- * JSON.parse reads otherwise than JsonToYaml (it cannot be one, but the shape is only an optimisation).
+ * The shape JsonToYaml records while it walks a text (JsonToYaml.rec): the expression, built from the JSON it reads
+ * (its punctuation and keys as they are, a capture where each value is), and the YAML it writes, cut at the values.
+ * Any whitespace between the tokens makes it no shape: shapes are for compact texts.
  */
-function shapeOf(text: string, drop: Drop | undefined): ItemShape | undefined {
-  let obj: unknown
-  try {
-    obj = JSON.parse(text)
-  } catch {
-    return undefined
+class ShapeRecorder {
+  private re = '^'
+  private readonly parts = ['']
+  private readonly strings: boolean[] = []
+  compact = true
+
+  /** JSON read as it is. */
+  json(s: string): void {
+    this.re += s.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')
   }
-  let re = '^'
-  const parts = ['']
-  const strings: boolean[] = []
-  const lit = (s: string) => {
-    parts[parts.length - 1] += s
+
+  /** JSON read that the shape accepts in any form the expression `src` matches (a dropped member's value). */
+  any(src: string): void {
+    this.re += src
   }
-  const scalar = (v: unknown, prefix: string) => {
-    lit(prefix)
-    if (typeof v === 'string') re += STRING_VALUE
-    else if (typeof v === 'number') re += INTEGER_VALUE
-    else if (typeof v === 'boolean' || v === null) re += WORD_VALUE
-    else throw OUTSIDE
-    strings.push(typeof v === 'string')
-    parts.push('\n')
+
+  /** YAML written as it is. */
+  yaml(s: string): void {
+    this.parts[this.parts.length - 1] += s
   }
-  const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-  const object = (o: Record<string, unknown>, indent: string, first: string, top: boolean, dropping: boolean) => {
-    re += '\\{'
-    let lead = first
-    let lines = 0
-    let j = 0
-    for (const k of Object.keys(o)) {
-      if (j++ > 0) re += ','
-      re += `${reLiteral(JSON.stringify(k))}:`
-      const v = o[k]
-      if (dropping && drop!.keys.includes(k)) {
-        if (typeof v !== 'string') throw OUTSIDE
-        re += DROPPED_VALUE
-        continue
-      }
-      if (Array.isArray(v)) {
-        if (v.length === 0) {
-          re += '\\[\\]'
-          lit(`${lead}${k}: []\n`)
-        } else {
-          lit(`${lead}${k}:\n`)
-          re += '\\['
-          const inner = `${indent}  `
-          v.forEach((x, i) => {
-            if (i > 0) re += ','
-            if (isMap(x)) {
-              if (Object.keys(x).length === 0) {
-                re += '\\{\\}'
-                lit(`${inner}- {}\n`)
-              } else object(x, `${inner}  `, `${inner}- `, false, false)
-            } else if (Array.isArray(x)) throw OUTSIDE
-            else scalar(x, `${inner}- `)
-          })
-          re += '\\]'
-        }
-      } else if (isMap(v)) {
-        const head = `${lead}${k}:\n`
-        lit(head)
-        const dropHere = top && drop !== undefined && k === drop.member
-        if (object(v, `${indent}  `, `${indent}  `, false, dropHere) === 0) {
-          // Nothing written inside (empty, or every member dropped): no value was added since the head either.
-          const last = parts.length - 1
-          parts[last] = `${parts[last]!.slice(0, -head.length)}${lead}${k}: {}\n`
-        }
-      } else scalar(v, `${lead}${k}: `)
-      lead = indent
-      lines++
-    }
-    re += '\\}'
-    return lines
+
+  /** The YAML just written ended with `was`, which is `now` instead. */
+  yamlTail(was: string, now: string): void {
+    const last = this.parts.length - 1
+    this.parts[last] = `${this.parts[last]!.slice(0, -was.length)}${now}`
   }
-  try {
-    if (!isMap(obj)) return undefined
-    object(obj, '    ', '  - ', true, false)
-  } catch (err) {
-    if (err === OUTSIDE) return undefined
-    throw err
+
+  /** A value, read as `src` captures it and written as read. */
+  value(src: string, isString: boolean): void {
+    this.re += src
+    this.strings.push(isString)
+    this.parts.push('')
   }
-  return {re: new RegExp(`${re}$`), parts, strings}
+
+  shape(): ItemShape | undefined {
+    return this.compact ? {re: new RegExp(`${this.re}$`), parts: this.parts, strings: this.strings} : undefined
+  }
 }
 
 /** Shapes tried first, most recently used first. */
@@ -314,7 +273,9 @@ class ItemShapes {
   learn(text: string): void {
     if (this.learnt >= MAX_LEARNT) return
     this.learnt++
-    const shape = shapeOf(text, this.drop)
+    const rec = new ShapeRecorder()
+    if (!walk(new JsonToYaml(text, this.drop, [], rec))) return
+    const shape = rec.shape()
     if (shape === undefined) return
     this.shapes.unshift(shape)
     if (this.shapes.length > MAX_SHAPES) this.shapes.pop()
@@ -343,17 +304,27 @@ const shapesFor = (drop: Drop | undefined): ItemShapes => {
 class JsonToYaml {
   i = 0
   constructor(
-    private readonly text: string,
-    private readonly drop: {readonly member: string; readonly keys: readonly string[]} | undefined,
+    readonly text: string,
+    private readonly drop: Drop | undefined,
     readonly out: string[],
+    /** Records the text's shape as it is walked (ItemShapes.learn); absent on the usual walk. */
+    private readonly rec?: ShapeRecorder,
   ) {}
 
   ws(): void {
+    const from = this.i
     for (;;) {
       const c = this.text.charCodeAt(this.i)
       if (c === 32 || c === 10 || c === 13 || c === 9) this.i++
-      else return
+      else break
     }
+    if (this.rec && this.i > from) this.rec.compact = false
+  }
+
+  /** A line (or the start of one) written as it is. */
+  private line(s: string): void {
+    this.out.push(s)
+    this.rec?.yaml(s)
   }
 
   /**
@@ -374,12 +345,14 @@ class JsonToYaml {
     if (c === 34) {
       const s = this.rawString()
       if (!plainString(s, false)) throw OUTSIDE
+      this.rec?.value(STRING_VALUE, true)
       return s
     }
     const word = c === 116 ? 'true' : c === 102 ? 'false' : c === 110 ? 'null' : undefined
     if (word !== undefined) {
       if (!text.startsWith(word, this.i)) throw OUTSIDE
       this.i += word.length
+      this.rec?.value(WORD_VALUE, false)
       return word
     }
     const start = this.i
@@ -396,16 +369,20 @@ class JsonToYaml {
     // A fraction or an exponent after the digits is refused by the caller, which wants a separator there.
     if (len === 0 || len > 15 || (lead0 && (len > 1 || c === 45))) throw OUTSIDE
     this.i = i
+    this.rec?.value(INTEGER_VALUE, false)
     return text.slice(start, i)
   }
 
   /** The members of the object at `{`, as mapLines writes them; how many were written. */
   object(indent: string, first: string, top: boolean, dropping: boolean): number {
     const text = this.text
+    const rec = this.rec
     this.i++
+    rec?.json('{')
     this.ws()
     if (text.charCodeAt(this.i) === 125) {
       this.i++
+      rec?.json('}')
       return 0
     }
     let lead = first
@@ -420,29 +397,43 @@ class JsonToYaml {
       this.ws()
       if (text.charCodeAt(this.i) !== 58) throw OUTSIDE
       this.i++
+      rec?.json(`"${k}":`)
       this.ws()
       const c = text.charCodeAt(this.i)
       if (dropping && this.drop!.keys.includes(k)) {
         // A dropped member is only checked: a string without escapes is all it ever holds in a stored resource.
         if (c !== 34 || !ESCAPE_FREE.test(this.rawString())) throw OUTSIDE
+        rec?.any(DROPPED_VALUE)
       } else {
         const k0 = k.charCodeAt(0)
         if ((k0 >= 48 && k0 <= 57) || plainScalar(k, true) === undefined) throw OUTSIDE
         if (c === 91) this.array(indent, lead, k)
         else if (c === 123) {
           const mark = this.out.length
-          this.out.push(`${lead}${k}:\n`)
+          const head = `${lead}${k}:\n`
+          this.line(head)
           const dropHere = top && this.drop !== undefined && k === this.drop.member
-          if (this.object(`${indent}  `, `${indent}  `, false, dropHere) === 0)
+          if (this.object(`${indent}  `, `${indent}  `, false, dropHere) === 0) {
+            // Nothing written inside (empty, or every member dropped), so the head is still the last thing written.
             this.out.splice(mark, this.out.length - mark, `${lead}${k}: {}\n`)
+            rec?.yamlTail(head, `${lead}${k}: {}\n`)
+          }
+        } else if (rec) {
+          rec.yaml(`${lead}${k}: `)
+          this.out.push(`${lead}${k}: ${this.scalar()}\n`)
+          rec.yaml('\n')
         } else this.out.push(`${lead}${k}: ${this.scalar()}\n`)
         lead = indent
         lines++
       }
       this.ws()
       const sep = text.charCodeAt(this.i++)
-      if (sep === 125) return lines
+      if (sep === 125) {
+        rec?.json('}')
+        return lines
+      }
       if (sep !== 44) throw OUTSIDE
+      rec?.json(',')
       this.ws()
     }
   }
@@ -450,25 +441,36 @@ class JsonToYaml {
   /** The array at `[`, the value of `key`, as mapLines writes it. */
   array(indent: string, lead: string, key: string): void {
     const text = this.text
+    const rec = this.rec
     this.i++
+    rec?.json('[')
     this.ws()
     if (text.charCodeAt(this.i) === 93) {
       this.i++
-      this.out.push(`${lead}${key}: []\n`)
+      rec?.json(']')
+      this.line(`${lead}${key}: []\n`)
       return
     }
-    this.out.push(`${lead}${key}:\n`)
+    this.line(`${lead}${key}:\n`)
     const inner = `${indent}  `
     for (;;) {
       const e = text.charCodeAt(this.i)
       if (e === 123) {
-        if (this.object(`${inner}  `, `${inner}- `, false, false) === 0) this.out.push(`${inner}- {}\n`)
+        if (this.object(`${inner}  `, `${inner}- `, false, false) === 0) this.line(`${inner}- {}\n`)
       } else if (e === 91) throw OUTSIDE
-      else this.out.push(`${inner}- ${this.scalar()}\n`)
+      else if (rec) {
+        rec.yaml(`${inner}- `)
+        this.out.push(`${inner}- ${this.scalar()}\n`)
+        rec.yaml('\n')
+      } else this.out.push(`${inner}- ${this.scalar()}\n`)
       this.ws()
       const sep = text.charCodeAt(this.i++)
-      if (sep === 93) return
+      if (sep === 93) {
+        rec?.json(']')
+        return
+      }
       if (sep !== 44) throw OUTSIDE
+      rec?.json(',')
       this.ws()
     }
   }
