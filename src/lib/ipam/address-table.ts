@@ -62,16 +62,7 @@ export class AddressTable {
 
   /** The table whose `contents()` these are, with its owner numbers turned into text by `ownerText`. */
   static from(c: AddressTableContents, ownerText: (ref: number) => string = String): AddressTable {
-    const t = new AddressTable(ownerText)
-    t.count = c.count
-    t.v4 = c.v4
-    t.flags = c.flags
-    t.ownerRefs = c.ownerRefs
-    t.otherOwners = c.otherOwners
-    t.slots = c.slots
-    t.v6 = c.v6
-    t.v6Text = c.v6Text
-    return t
+    return Object.assign(new AddressTable(ownerText), c)
   }
 
   get size(): number {

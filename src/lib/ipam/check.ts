@@ -262,13 +262,7 @@ export class WorkloadNames {
   }
 
   static from(c: WorkloadNamesContents): WorkloadNames {
-    const names = new WorkloadNames()
-    names.pages = c.pages
-    names.pageOf = c.pageOf
-    names.starts = c.starts
-    names.ends = c.ends
-    names.count = c.count
-    return names
+    return Object.assign(new WorkloadNames(), c)
   }
 }
 

@@ -20,29 +20,33 @@ export interface ExportSink {
 /** Text is handed on in pieces of about this many characters: one encoding per piece, not one per item. */
 const PIECE_CHARS = 1 << 18
 
+/** Text gathered into pieces of about PIECE_CHARS characters, each encoded (UTF-8) once and handed to `deliver`. */
+class Pieces {
+  private pending = ''
+  constructor(private readonly deliver: (bytes: Buffer) => void) {}
+  add(s: string): void {
+    this.pending += s
+    if (this.pending.length >= PIECE_CHARS) this.flush()
+  }
+  flush(): void {
+    if (this.pending === '') return
+    const bytes = Buffer.from(this.pending)
+    this.pending = ''
+    this.deliver(bytes)
+  }
+  drop(): void {
+    this.pending = ''
+  }
+}
+
 /** The export's text encoded (UTF-8) and handed to `write` in pieces, on this thread. */
 export function textSink(write: (chunk: Uint8Array) => void): ExportSink {
-  let pending = ''
-  const flush = () => {
-    if (pending === '') return
-    const chunk = Buffer.from(pending)
-    pending = ''
-    write(chunk)
-  }
+  const pieces = new Pieces(write)
   return {
-    text(s) {
-      pending += s
-      if (pending.length >= PIECE_CHARS) flush()
-    },
-    page(p) {
-      this.text(formatPage(p))
-    },
-    async finish() {
-      flush()
-    },
-    async abort() {
-      pending = ''
-    },
+    text: (s) => pieces.add(s),
+    page: (p) => pieces.add(formatPage(p)),
+    finish: async () => pieces.flush(),
+    abort: async () => pieces.drop(),
   }
 }
 
@@ -195,52 +199,42 @@ export function threadSink(
   const startAfter = opts.startAfter ?? THREAD_AFTER_PAGES
   let thread: WriterThread | undefined
   let pages = 0
-  let pending = ''
   let finishing: Promise<void> | undefined
-
-  const writeHere = (bytes: Uint8Array) => {
-    try {
-      writeAllSync(fd, bytes)
-    } catch (err) {
-      throw failure(err as NodeJS.ErrnoException)
-    }
-  }
-  const flush = () => {
-    if (pending === '') return
-    const bytes = Buffer.from(pending)
-    pending = ''
+  const pieces = new Pieces((bytes) => {
     // Moved, not copied, when the Buffer owns its memory (only small ones share Node's pool, which must stay).
     if (thread) thread.post({bytes}, bytes.byteLength === bytes.buffer.byteLength ? [bytes.buffer as ArrayBuffer] : [])
-    else writeHere(bytes)
-  }
+    else
+      try {
+        writeAllSync(fd, bytes)
+      } catch (err) {
+        throw failure(err as NodeJS.ErrnoException)
+      }
+  })
   return {
-    text(s) {
-      pending += s
-      if (pending.length >= PIECE_CHARS) flush()
-    },
+    text: (s) => pieces.add(s),
     page(p) {
       if (!thread && ++pages > startAfter) {
         // Everything before goes to the file first: from now on the thread writes all of it, in order.
-        flush()
+        pieces.flush()
         thread = new WriterThread(fd, failure)
       }
       if (!thread?.wantsPage()) {
-        this.text(formatPage(p))
+        pieces.add(formatPage(p))
         return
       }
-      flush()
+      pieces.flush()
       thread.post({page: p})
     },
     finish() {
       finishing ??= (async () => {
-        flush()
+        pieces.flush()
         await thread?.end()
       })()
       return finishing
     },
     pagesOnThread: () => (thread ? Atomics.load(thread.state, SHARED.formatted) : 0),
     async abort() {
-      pending = ''
+      pieces.drop()
       await thread?.stop()
     },
   }
