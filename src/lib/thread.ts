@@ -3,7 +3,7 @@
 import {createRequire} from 'node:module'
 import path from 'node:path'
 import {pathToFileURL} from 'node:url'
-import {type TransferListItem, Worker} from 'node:worker_threads'
+import {type ResourceLimits, type TransferListItem, Worker} from 'node:worker_threads'
 import {packageRoot} from './package-root.js'
 
 /**
@@ -26,7 +26,7 @@ export function startThread(
   module: URL,
   workerData: unknown,
   transferList: readonly TransferListItem[] = [],
-  resourceLimits?: import('node:worker_threads').ResourceLimits,
+  resourceLimits?: ResourceLimits,
 ): Worker {
   const options = {workerData, transferList: [...transferList], resourceLimits}
   if (!module.href.endsWith('.ts')) return new Worker(module, options)
