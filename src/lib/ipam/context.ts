@@ -58,7 +58,32 @@ export async function listPools(ctx: Ctx): Promise<Pool[]> {
   return poolsFrom(await ctx.store.list(keys.resourcePrefix('ippools')))
 }
 
-export const poolsFrom = (kvs: readonly KeyValue[]): Pool[] => kvs.map((kv) => decodePool(kv.value))
+/**
+ * Decoded pools by their stored text. Every allocation reads the pools and they seldom change, so each distinct
+ * text is decoded (JSON, defaults, selector validation) once per process; the pools are frozen because callers
+ * share them. The memo is emptied when full, so a store with ever-changing pools costs a decode, not memory.
+ */
+const poolMemo = new Map<string, Pool>()
+const POOL_MEMO_MAX = 256
+
+export const poolsFrom = (kvs: readonly KeyValue[]): Pool[] =>
+  kvs.map((kv) => {
+    let pool = poolMemo.get(kv.value)
+    if (!pool) {
+      if (poolMemo.size >= POOL_MEMO_MAX) poolMemo.clear()
+      pool = deepFreeze(decodePool(kv.value))
+      poolMemo.set(kv.value, pool)
+    }
+    return pool
+  })
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v)
+    for (const x of Object.values(v)) deepFreeze(x)
+  }
+  return v
+}
 
 export interface LoadedBlock {
   readonly kv: KeyValue

@@ -41,12 +41,23 @@ const KEY_CHAR = /[A-Za-z0-9_./-]/
 const TWO_CHAR = new Set(['==', '!=', '&&', '||'])
 const ONE_CHAR = new Set(['!', '(', ')', '{', '}', ','])
 
+// Parsed selectors by their text: a pool's selector is matched on every allocation, and pools seldom change.
+// Emptied when full, so ever-changing selectors cost a parse, not memory.
+const parsed = new Map<string, Selector>()
+const PARSED_MAX = 256
+
 export function parseSelector(text: string): Selector {
+  const known = parsed.get(text)
+  if (known) return known
   if (text.length > MAX_LENGTH) {
     throw new SelectorError(`invalid selector: ${text.length} characters exceeds the maximum of ${MAX_LENGTH}`)
   }
   const ast = new Parser(text).parse()
-  return {source: text, matches: (labels) => evaluate(ast, labels)}
+  const selector: Selector = {source: text, matches: (labels) => evaluate(ast, labels)}
+  Object.freeze(selector)
+  if (parsed.size >= PARSED_MAX) parsed.clear()
+  parsed.set(text, selector)
+  return selector
 }
 
 class Parser {

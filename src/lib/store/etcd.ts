@@ -185,6 +185,10 @@ export class EtcdStore implements Store {
   ): Promise<T> {
     const timeoutMs = this.opts.timeoutMs
     const deadline = Date.now() + timeoutMs
+    // One member: nothing to hedge or fall back to, and gRPC's deadline alone ends the request on time
+    // (DEADLINE_EXCEEDED below), so no timers of our own on this path, which every request of a claim takes.
+    if (this.clients.length === 1)
+      return fn(this.clients[0]!, {deadline}).catch((err: unknown) => this.failed(what, err, o))
     const order = this.order()
     return new Promise<T>((resolve, reject) => {
       let next = 0
@@ -235,20 +239,24 @@ export class EtcdStore implements Store {
         )
       }
       launch()
-    }).catch((err: unknown) => {
-      if (err instanceof ValidationError) throw err
-      // gRPC's own deadline is the same instant as the overall timer and may fire first: either way the request
-      // was ended by the timeout, and says so in the same words.
-      const msg = /DEADLINE_EXCEEDED/.test(errText(err)) ? `no answer within ${timeoutMs / 1000} s` : errText(err)
-      // etcd answered, and said no to the size: the request, not the server, is the problem.
-      if (/too many operations in txn request/.test(msg)) {
-        throw new ValidationError(
-          `etcd refused a transaction of ${o.size?.writes ?? '?'} writes and ${o.size?.guards ?? '?'} guards as too large (each may be at most its --max-txn-ops, 128 by default); do less in one command, e.g. fewer addresses in new blocks per ipam assign`,
-        )
-      }
-      throw new DatastoreUnavailableError(`etcd at ${this.opts.endpoints.join(',')} is unavailable (${what}): ${msg}`, {
-        cause: err,
-      })
+    }).catch((err: unknown) => this.failed(what, err, o))
+  }
+
+  /** A request that did not succeed, as the one error its caller gets (see `call`). */
+  private failed(what: string, err: unknown, o: {size?: {writes: number; guards: number}}): never {
+    if (err instanceof ValidationError) throw err
+    // gRPC's own deadline is the same instant as the overall timer and may fire first: either way the request
+    // was ended by the timeout, and says so in the same words.
+    const text = errText(err)
+    const msg = /DEADLINE_EXCEEDED/.test(text) ? `no answer within ${this.opts.timeoutMs / 1000} s` : text
+    // etcd answered, and said no to the size: the request, not the server, is the problem.
+    if (/too many operations in txn request/.test(msg)) {
+      throw new ValidationError(
+        `etcd refused a transaction of ${o.size?.writes ?? '?'} writes and ${o.size?.guards ?? '?'} guards as too large (each may be at most its --max-txn-ops, 128 by default); do less in one command, e.g. fewer addresses in new blocks per ipam assign`,
+      )
+    }
+    throw new DatastoreUnavailableError(`etcd at ${this.opts.endpoints.join(',')} is unavailable (${what}): ${msg}`, {
+      cause: err,
     })
   }
 
@@ -422,7 +430,9 @@ export class EtcdStore implements Store {
     try {
       // More ranges than one Txn may hold go in several, the later ones pinned to the first one's revision.
       for (let i = 0; i < ops.length; i += MAX_TXN_OPS) {
-        const chunk = ops.slice(i, i + MAX_TXN_OPS).map((range) => ({request_range: {...range, revision}}))
+        const chunk = ops
+          .slice(i, i + MAX_TXN_OPS)
+          .map((range) => ({request_range: revision === undefined ? range : {...range, revision}}))
         const r = await this.call('read', (c, opt) => c.kv.txn({compare: [], success: chunk, failure: []}, opt), {
           read: true,
         })
@@ -442,12 +452,15 @@ export class EtcdStore implements Store {
     // etcd has no empty key: that get asked for "\0" as a placeholder and finds nothing.
     const out: ReadResult = {gets: gets.map((key, i) => (key === '' ? undefined : first(responses[i]!))), lists: []}
     for (const [j, prefix] of lists.entries()) {
+      const page = responses[gets.length + j]!
+      // Nearly always the one page is the whole list (pools, a host's affinities): no windows to work out.
+      if (!page.more) {
+        out.lists.push(page.kvs.map((kv) => toKv(kv)))
+        continue
+      }
       // A list longer than one page goes on with ordinary range calls at the read's revision.
       const list: KeyValue[] = []
-      await this.scan(prefix, false, (kv) => list.push(kv), {
-        page: responses[gets.length + j]!,
-        revision: revision!,
-      })
+      await this.scan(prefix, false, (kv) => list.push(kv), {page, revision: revision!})
       out.lists.push(list)
     }
     return out
