@@ -14,12 +14,13 @@ import path from 'node:path'
 import readline from 'node:readline'
 import {fileURLToPath} from 'node:url'
 import {Etcd3} from 'etcd3'
-import {autoAssign} from '../src/lib/ipam/autoassign.ts'
+import {autoAssign, ownerAttribute} from '../src/lib/ipam/autoassign.ts'
 import {type SimResult, simulateCluster} from '../src/lib/ipam/capacity-sim.ts'
 import {makeCtx} from '../src/lib/ipam/context.ts'
 import {createPools} from '../src/lib/ipam/pool-admin.ts'
 import {releaseIps} from '../src/lib/ipam/release.ts'
-import {encodeBlock, newBlock} from '../src/lib/ipam/block.ts'
+import {encodeBlock, newBlock, takeOrdinals} from '../src/lib/ipam/block.ts'
+import {nanoTimestamp} from '../src/lib/codec/gotime.ts'
 import {encodeNode, newNode} from '../src/lib/ipam/node.ts'
 import {encodeAffinity, encodeHandle} from '../src/lib/ipam/records.ts'
 import {keys} from '../src/lib/store/keys.ts'
@@ -248,7 +249,10 @@ async function rawClaims(b: Backend, store: EtcdStore, hosts: number): Promise<{
         Array.from({length: hosts}, async (_, i) => {
           const host = `raw-${i}`
           const cidr = {...pool, base: pool.base + BigInt(i) * 64n, prefix: 26}
-          const block = encodeBlock({...newBlock(cidr, `host:${host}`, now, 1n), allocations: [0]})
+          // The block as a claim writes it: one address taken, with its owner attribute and sequence number.
+          const claimed = newBlock(cidr, `host:${host}`, now, nanoTimestamp(now))
+          takeOrdinals(claimed, 1, ownerAttribute(host, `raw.${i}`, undefined))
+          const block = encodeBlock(claimed)
           const [blockKey, affKey, handleKey, nodeKey] = [
             `/bench/raw${keys.block(cidr)}`,
             `/bench/raw${keys.affinity(host, cidr)}`,
