@@ -135,6 +135,33 @@ export async function timeMs<T>(fn: () => Promise<T>): Promise<{ms: number; valu
   return {ms: Number(process.hrtime.bigint() - t) / 1e6, value}
 }
 
+/** CPU time every core spent busy and in all since boot, from /proc/stat (jiffies). */
+function cpuTimes(): {busy: number; all: number} {
+  const f = fs.readFileSync('/proc/stat', 'utf8')
+  const t = f.slice(4, f.indexOf('\n')).trim().split(/\s+/).map(Number)
+  // user nice system idle iowait irq softirq steal: idle and iowait are the idle ones.
+  const all = t.slice(0, 8).reduce((a, b) => a + b, 0)
+  return {busy: all - t[3]! - t[4]!, all}
+}
+
+/**
+ * Wait until the machine is quiet: the share of CPU busy over a second is at most `maxBusy` twice running (what
+ * ran before, here or in another section, has wound down), or `limitMs` passed. Returns the last busy share.
+ */
+export async function waitForQuiet(maxBusy = 0.15, limitMs = 60_000): Promise<number> {
+  const until = Date.now() + limitMs
+  let quiet = 0
+  let busy = 1
+  while (quiet < 2 && Date.now() < until) {
+    const a = cpuTimes()
+    await new Promise((r) => setTimeout(r, 1000))
+    const b = cpuTimes()
+    busy = (b.busy - a.busy) / Math.max(1, b.all - a.all)
+    quiet = busy <= maxBusy ? quiet + 1 : 0
+  }
+  return busy
+}
+
 /** The commit a benchmark measured, as BENCHMARKS.md records it. */
 export function benchCommit(root: string): string {
   try {

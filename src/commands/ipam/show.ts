@@ -6,7 +6,6 @@ import {borrowedTable, configTable, utilizationTable} from '../../cli/views.js'
 import {loadConfig} from '../../lib/ipam/context.js'
 import {claimableLine, poolBlocks} from '../../lib/ipam/capacity-use.js'
 import type {Cidr} from '../../lib/net/cidr.js'
-import {parseBlockKey} from '../../lib/store/keys.js'
 import {assertValidIpText, borrowedIps, ipStatus, type IpStatus, utilization} from '../../lib/ipam/query.js'
 
 export default class IpamShow extends BaseCommand {
@@ -46,10 +45,7 @@ export default class IpamShow extends BaseCommand {
       const progress = terminalProgress()
       const blockCidrs: Cidr[] = []
       const u = await utilization(ctx, {
-        onKey: (key) => {
-          const cidr = parseBlockKey(key)
-          if (cidr) blockCidrs.push(cidr)
-        },
+        onBlock: (cidr) => blockCidrs.push(cidr),
         onProgress: progress && ((done, total) => progress.update('Reading blocks', done, total)),
       })
       progress?.clear()

@@ -186,11 +186,11 @@ export const ORPHANED = 'orphaned allocation blocks'
 /**
  * `onProgress`: called as blocks are read, with their total (from a keys-only listing, made only for it). Blocks are
  * streamed and only their counts kept, so a store of 10,000 blocks is never held at once.
- * `onKey`: called with each block's key, for a caller that needs them too (`ipam show`: which blocks exist).
+ * `onBlock`: called with each block's CIDR, for a caller that needs them too (`ipam show`: which blocks exist).
  */
 export async function utilization(
   ctx: Ctx,
-  opts: {pools?: string[]; onProgress?: (done: number, total: number) => void; onKey?: (key: string) => void} = {},
+  opts: {pools?: string[]; onProgress?: (done: number, total: number) => void; onBlock?: (cidr: Cidr) => void} = {},
 ): Promise<PoolUsage[]> {
   const [all, reservations, config, total] = await Promise.all([
     listPools(ctx),
@@ -214,13 +214,13 @@ export async function utilization(
   let done = 0
   await forEachKv(ctx.store, keys.blockPrefix(), (kv) => {
     opts.onProgress?.(++done, Math.max(done, total))
-    opts.onKey?.(kv.key)
     let block: BlockOccupancy | undefined = blockOccupancy(kv.value)
     if (!block) {
       const full = decodeBlock(kv.value)
       garbageCollect(full, config.ipCooldownSeconds, now)
       block = occupancy(full)
     }
+    opts.onBlock?.(block.cidr)
     blocks.push(blockUsage(block, reserved))
   })
   const out = poolUsage(pools, reserved, blocks, {orphans: !opts.pools?.length})

@@ -283,6 +283,7 @@ export class EtcdStore implements Store {
             hasLeader: s.leader !== '0',
             dbSizeBytes: Number(s.dbSize),
             raftIndex: BigInt(s.raftIndex),
+            raftAppliedIndex: BigInt(s.raftAppliedIndex),
             raftTerm: BigInt(s.raftTerm),
             version: s.version,
           }

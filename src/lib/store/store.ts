@@ -64,6 +64,8 @@ export interface StoreMember {
   hasLeader?: boolean
   dbSizeBytes?: number
   raftIndex?: bigint
+  /** The last raft entry this member has applied to its store (behind `raftIndex` while it catches up). */
+  raftAppliedIndex?: bigint
   raftTerm?: bigint
   version?: string
   /** Why it did not answer. */
