@@ -296,3 +296,12 @@ test('rejects single = & | and other stray characters', () => {
 test('messages stay on one line when the input has newlines', () => {
   rejects('a == "1"\n&&', /^invalid selector "a == \\"1\\"\\n&&": expected a label/)
 })
+
+test('a selector parsed before is the same object; an invalid one is refused every time', () => {
+  const a = parseSelector('zone == "a" && !has(gpu)')
+  assert.equal(parseSelector('zone == "a" && !has(gpu)'), a)
+  assert.equal(a.matches({zone: 'a'}), true)
+  assert.equal(a.matches({zone: 'a', gpu: 'x'}), false)
+  assert.ok(Object.isFrozen(a))
+  for (let i = 0; i < 2; i++) assert.throws(() => parseSelector('zone == '), SelectorError)
+})
