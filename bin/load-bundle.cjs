@@ -5,6 +5,7 @@
 // against the source and its own version and flags; a rejected or missing cache only means compiling from
 // source, as without one. docs/startup.md says why the bundles exist, what each trick gains and how to remove one.
 const fs = require('node:fs')
+const {isAscii} = require('node:buffer')
 const path = require('node:path')
 const vm = require('node:vm')
 // The CommonJS loader's Module class, which require('node:module') also returns: taken from this module rather than
@@ -12,7 +13,10 @@ const vm = require('node:vm')
 const Module = module.constructor
 
 function run(file, withCache) {
-  const source = fs.readFileSync(file, 'utf8')
+  const bytes = fs.readFileSync(file)
+  // The bundles are ASCII (scripts/bundle-cli.mjs escapes the rest): read as Latin-1, the same string several times
+  // faster than decoding UTF-8 (~5 ms of the CLI's 1.6 MB). Anything else is decoded as UTF-8.
+  const source = bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8')
   let cachedData
   if (withCache) {
     try {

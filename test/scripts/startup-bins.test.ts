@@ -2,6 +2,7 @@
 // asked. Each case runs the real bin/*.cjs, copied into a scratch package whose dist/ holds stand-in bundles and
 // tsc output, so the times of its files can be set freely.
 import assert from 'node:assert/strict'
+import {isAscii} from 'node:buffer'
 import {spawnSync} from 'node:child_process'
 import fs from 'node:fs'
 import {createRequire} from 'node:module'
@@ -128,5 +129,20 @@ describe('which code the bins run', () => {
     const {TSC_STAMP} = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'load-bundle.cjs')) as {TSC_STAMP: string}
     assert.equal(path.relative(ROOT, TSC_STAMP), STAMP)
     assert.ok(fs.existsSync(path.join(ROOT, 'src', 'lib', 'errors.ts')), 'src/lib/errors.ts moved: move TSC_STAMP too')
+  })
+
+  test('the built bundles are ASCII, so the loader reads them as Latin-1 (the fast path)', () => {
+    for (const f of Object.values(BUNDLES)) assert.ok(isAscii(fs.readFileSync(path.join(ROOT, f))), `${f} is not ASCII`)
+  })
+
+  test('a bundle that is not ASCII still runs, its text decoded as UTF-8', () => {
+    const dir = pkg()
+    fs.writeFileSync(
+      path.join(dir, BUNDLES['ipamctl-ipam']),
+      "exports.main = async () => { process.stdout.write('bündle → µs\\n') /* … */; return 0 }\n",
+    )
+    const r = run(dir, 'ipamctl-ipam')
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stdout, 'bündle → µs\n')
   })
 })
