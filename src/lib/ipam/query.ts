@@ -261,11 +261,6 @@ export function blockUsage(block: BlockOccupancy, reserved: ReservedMatcher): Bl
 }
 
 /**
- * Per-pool totals from per-block counts, in `pools` order: a block counts for the first pool that contains it or
- * that it contains; with `orphans`, blocks of no pool are grouped last as ORPHANED. Pure, so `ipam show` and the
- * agent's metrics (which keeps block counts between scrapes) add up the same way. Blocks are not sorted.
- */
-/**
  * One count summed over blocks: in float64 while that is exact (a block's counts are at most a few thousand, so
  * 10,000 blocks sum far below 2^53), in bigint beyond: 40,000 bigint additions per `ipam show` made as many objects.
  */
@@ -280,6 +275,11 @@ function total(list: readonly Usage[], field: 'capacity' | 'inUse' | 'free' | 'r
   return big + BigInt(small)
 }
 
+/**
+ * Per-pool totals from per-block counts, in `pools` order: a block counts for the first pool that contains it or
+ * that it contains; with `orphans`, blocks of no pool are grouped last as ORPHANED. Pure, so `ipam show` and the
+ * agent's metrics (which keeps block counts between scrapes) add up the same way. Blocks are not sorted.
+ */
 export function poolUsage(
   pools: readonly Pool[],
   reserved: ReservedMatcher,

@@ -154,7 +154,7 @@ export class EtcdStore implements Store {
   /** Members in the order to ask them: the preferred one, then the others, members that failed lately last. */
   private order(): readonly number[] {
     const n = this.clients.length
-    // One member (the common case): nothing to order, and this runs for every request.
+    // One member: nothing to order (`call` does not ask with one member; the watch and `demote` do).
     if (n === 1) return ONLY_MEMBER
     const now = Date.now()
     const all = Array.from({length: n}, (_, k) => (this.preferred + k) % n)
