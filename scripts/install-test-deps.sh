@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages the tests need, installed only when missing (Debian, as root):
 # etcd and etcdctl for the etcd integration tests, openssl for their TLS certificates, script(1) for the
-# terminal-prompt test; Debian's containernetworking-plugins (host-local, ptp in /usr/lib/cni) for the CNI
+# terminal-prompt test; promtool (Debian's prometheus package) for the agent's /metrics test at 550,000
+# allocations (test/commands/agent-metrics-scale.test.ts); Debian's containernetworking-plugins (host-local, ptp in /usr/lib/cni) for the CNI
 # delegation tests, and golang-go + golang-github-appc-cni-dev to build the reference client cnitool.
 #
 # cnitool is built from the shared folder beside the clone ($(dirname repo)/shared, or $IPAMCTL_SHARED_DIR)
@@ -21,6 +22,7 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v script >/dev/null || need+=(bsdutils)
 command -v groff >/dev/null || need+=(groff-base)
 command -v ip >/dev/null || need+=(iproute2)
+command -v promtool >/dev/null || need+=(prometheus)
 [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/ptp ] || need+=(containernetworking-plugins)
 command -v go >/dev/null || need+=(golang-go)
 [ -d "$CNI_LIBSRC" ] || need+=(golang-github-appc-cni-dev)
@@ -30,7 +32,8 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# The Debian package enables an etcd service on the default ports; tests start their own on free ports.
+# The Debian packages enable etcd and prometheus services on their default ports where an init system runs them;
+# tests start their own etcd on free ports and use only prometheus's promtool, which serves nothing.
 
 # cnitool
 CACHE="$REPO/.cache/cni-tools"
