@@ -573,7 +573,7 @@ out.push(
     'and deleted after the DEL. Compare rows within one run: `node -e 0` alone moves by ±20 % between runs here.',
     '',
     'How the plugins and the CLI start fast: each is one CommonJS bundle (scripts/bundle-cni.mjs, scripts/bundle-cli.mjs)',
-    'run through bin/load-bundle.cjs with a V8 code cache trained at build time, from CommonJS bins (no ES-module',
+    'run through bin/start.cjs with a V8 code cache trained at build time, from CommonJS bins (no ES-module',
     'loader). The plugins load no oclif, no node:crypto (random ids from /dev/urandom, SHA-1 in JavaScript) and no',
     "etcd3 unless etcd is configured; the main plugin encodes its own rtnetlink messages over the `netlink` package's",
     "socket (not the package's ~240 KB of struct tables); the IPAM plugin talks to the agent through a small native",

@@ -1,3 +1,3 @@
 #!/usr/bin/env node
-// CNI plugin `ipamctl-cni` (accepts what calico accepts); see bin/plugin.cjs.
-require('./plugin.cjs').run('ipamctl-cni')
+// CNI plugin `ipamctl-cni` (accepts what calico accepts); see bin/start.cjs.
+require('./start.cjs').runPlugin('ipamctl-cni')

@@ -1,3 +1,3 @@
 #!/usr/bin/env node
-// CNI IPAM plugin `ipamctl-ipam` (accepts what calico-ipam accepts); see bin/plugin.cjs.
-require('./plugin.cjs').run('ipamctl-ipam')
+// CNI IPAM plugin `ipamctl-ipam` (accepts what calico-ipam accepts); see bin/start.cjs.
+require('./start.cjs').runPlugin('ipamctl-ipam')

@@ -44,10 +44,11 @@ if (require.main === module) {
       `${name}/${version} ${process.platform}-${arch === 'ia32' ? 'x86' : arch} node-${process.version}\n`,
     )
   } else {
-    const loader = require('./load-bundle.cjs')
+    const loader = require('./start.cjs')
     const done = loader.useBundle(bundle)
       ? loader.load(bundle).execute({loadOptions: exports.loadOptions()})
-      : import('@oclif/core').then(({execute}) => execute({dir: __filename}))
+      : // The root named, not found from this file: bin/package.json (a CommonJS marker, docs/startup.md) has no name.
+        import('@oclif/core').then(({execute}) => execute({loadOptions: root}))
     done.then(exports.exitWhenDone)
   }
 }

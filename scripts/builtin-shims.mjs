@@ -3,8 +3,9 @@
 //
 // - LAZY: loaded on first call. node:child_process (delegating to another IPAM plugin) and node:tty (VERSION
 //   only) cost 1–3 ms each to load, and an ADD on the usual path calls neither. node:module (~0.2 ms) gives
-//   src/ only createRequire, which the bundles never call (they have their own require); bin/load-bundle.cjs
-//   does not load it either.
+//   src/ only createRequire, which the bundles never call (they have their own require); bin/start.cjs
+//   does not load it either. node:os: src/ asks it only for a home directory or a host name that the netconf and
+//   environment did not give, and loading it was ~0.3 ms of every plugin exec (its module compiled and run).
 // - REQUIRED: taken with require(), not an ES import. An ES import of a built-in builds an ES facade that reads
 //   every export, and node:fs's lazy getters (ReadStream, WriteStream, promises…) then load the whole stream stack.
 //
@@ -16,7 +17,7 @@
 import {execFileSync} from 'node:child_process'
 
 /** Built-ins loaded on first call. */
-export const LAZY_BUILTINS = ['node:child_process', 'node:tty', 'node:module']
+export const LAZY_BUILTINS = ['node:child_process', 'node:tty', 'node:module', 'node:os']
 /** Built-ins taken with require() (no ES facade). */
 export const REQUIRED_BUILTINS = ['node:fs']
 

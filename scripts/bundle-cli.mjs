@@ -3,7 +3,7 @@
 // Started the usual way, an oclif CLI resolves, reads and compiles a few hundred CommonJS and ES modules of
 // @oclif/core and its dependencies on every run: 2.5–3× a bare `node -e 0` for `ipamctl --help` (the target is
 // at most 2.5×, docs/design.md#performance-targets). So bin/run.cjs runs this one-file bundle through
-// bin/load-bundle.cjs with a V8 code cache trained here on a few commands; a missing or stale bundle stops it with
+// bin/start.cjs with a V8 code cache trained here on a few commands; a missing or stale bundle stops it with
 // a one-line error. docs/startup.md has the measured gain of each trick below, and how to rebuild or remove one.
 //
 // - Commands are found the `explicit` way (an object of command classes, see bin/run.cjs), with one getter per
@@ -22,7 +22,7 @@ import {build} from 'esbuild'
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const OUT = path.join(ROOT, 'dist', 'cli-bundle')
 const BUNDLE = path.join(OUT, 'ipamctl.cjs')
-const LOADER = path.join(ROOT, 'bin', 'load-bundle.cjs')
+const LOADER = path.join(ROOT, 'bin', 'start.cjs')
 
 /** Loaded from node_modules: native addons, packages only some commands need, and what oclif must never bundle. */
 const EXTERNAL = [
@@ -71,7 +71,7 @@ const entry = [
  *   ~7 ms of `--help` for the ~50 command descriptions, none of which has a tag. Strings without `<%` are returned
  *   as they are (what ejs returns for them); the few examples with `<%= config.bin %>` still go through ejs.
  * - oclif's import() of ES-module plugins (@oclif/plugin-autocomplete) goes through `__import`, a function from
- *   bin/load-bundle.cjs: code compiled by vm.Script from a code cache has no dynamic-import hook of its own.
+ *   bin/start.cjs: code compiled by vm.Script from a code cache has no dynamic-import hook of its own.
  *
  * @type {{file: RegExp, from: string, to: string, count: number, applied?: boolean}[]}
  */
@@ -127,7 +127,7 @@ for (const p of PATCHES)
 
 // esbuild writes strings ASCII-only but leaves comments and regular-expression literals as they are; the few
 // characters above U+007F there (an ellipsis in a comment, `µs` in a pattern) become \u escapes, which mean the
-// same in both. An ASCII bundle is read as Latin-1 by bin/load-bundle.cjs: ~5 ms less per exec than decoding
+// same in both. An ASCII bundle is read as Latin-1 by bin/start.cjs: ~5 ms less per exec than decoding
 // UTF-8 (docs/startup.md#the-bundles).
 const text = fs.readFileSync(BUNDLE, 'utf8')
 fs.writeFileSync(

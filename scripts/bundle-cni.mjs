@@ -3,7 +3,7 @@
 // A CNI plugin is exec'd once per pod operation, so its start-up is pod-start latency (the target: IPAM ADD within
 // 20 ms of `node -e 0`, docs/design.md#performance-targets). Loading many small modules one by one, and parsing
 // and compiling them on every exec, costs more than the plugin's work. So each entry becomes one CommonJS bundle,
-// run by bin/load-bundle.cjs with a V8 code cache made here from a training ADD (see the end of this file). The
+// run by bin/start.cjs with a V8 code cache made here from a training ADD (see the end of this file). The
 // bins (bin/ipamctl-ipam.cjs, bin/ipamctl-cni.cjs) run only the bundle: a missing or stale one stops them with a
 // one-line error. docs/startup.md has the measured gain of each trick below, and how to rebuild or remove one.
 //
@@ -29,12 +29,12 @@ import {builtinShims} from './builtin-shims.mjs'
 
 /**
  * The plugins: bundle name (dist/cni/<name>.cjs, run by bin/<name>.cjs) → its entry under src/. The only place
- * that names the entries: dist/cni/entries.json records their tsc output for IPAMCTL_UNBUNDLED=1 (bin/plugin.cjs).
+ * that names the entries: dist/cni/entries.json records their tsc output for IPAMCTL_UNBUNDLED=1 (bin/start.cjs).
  */
 const ENTRIES = {
   'ipamctl-ipam': 'src/plugins/ipam/main.ts',
   'ipamctl-cni': 'src/plugins/main/main.ts',
-  // Started first for ipamctl-ipam's ADD and DEL (bin/plugin.cjs): the agent path alone, without the datastore.
+  // Started first for ipamctl-ipam's ADD and DEL (bin/start.cjs): the agent path alone, without the datastore.
   'ipamctl-ipam-agent': 'src/plugins/ipam/agent-main.ts',
 }
 
@@ -128,8 +128,8 @@ for (const input of Object.keys(result.metafile.inputs)) {
   }
 }
 
-// The bins run a bundle through bin/load-bundle.cjs, with the V8 code cache the training runs below make.
-const LOADER = path.join(ROOT, 'bin', 'load-bundle.cjs')
+// The bins run a bundle through bin/start.cjs, with the V8 code cache the training runs below make.
+const LOADER = path.join(ROOT, 'bin', 'start.cjs')
 
 // Training runs: an ADD each in a scratch datastore with one pool, lock and datastore in a temporary directory;
 // the IPAM plugin also does a second ADD through a per-node agent (started here) on the same store, so that
@@ -184,11 +184,15 @@ try {
     const agentIo = (command) =>
       `{getenv: (n) => ({...process.env, CNI_CONTAINERID: 'train-agent', CNI_COMMAND: '${command}'})[n], readStdin: async () => ${JSON.stringify(netconf({ipamctl_agent_socket: agentSocket}))}, stdout: {write() {}}, stderr: {write: (s) => process.stderr.write('agent ${command}: ' + s)}}`
     // The IPAM plugin: the direct ADD (process stdin/env), then the same ADD through the agent. The agent-first
-    // entry: ADD and DEL through the agent, each of which it must finish itself (exit code 0, no handover).
+    // entry: ADD and DEL through the agent, each of which it must finish itself (exit code 0, no handover), the
+    // way a plugin process runs them (main() without an io: stdin as bin/start.cjs hands it over, output written
+    // to fds 1 and 2, the wait for the agent on the main thread), so that its cache holds the functions an exec
+    // runs; trained on in-memory ios instead, an exec compiled ~0.5 million instructions more (docs/startup.md).
+    const agentStdin = `{data: Buffer.from(${JSON.stringify(netconf({ipamctl_agent_socket: agentSocket}))}), complete: true}`
     const use =
       {
         'ipamctl-ipam': `async (m) => { await m.main(); if (await m.main(${agentIo('ADD')}) !== 0) throw new Error('agent ADD failed') }`,
-        'ipamctl-ipam-agent': `async (m) => { for (const [c, io] of [['ADD', ${agentIo('ADD')}], ['DEL', ${agentIo('DEL')}]]) if (await m.main(io) !== 0) throw new Error('agent-first ' + c + ' failed') }`,
+        'ipamctl-ipam-agent': `async (m) => { for (const c of ['ADD', 'DEL']) { Object.assign(process.env, {CNI_COMMAND: c, CNI_CONTAINERID: 'train-agent'}); if (await m.main(undefined, ${agentStdin}) !== 0) throw new Error('agent-first ' + c + ' failed') } }`,
       }[name] ?? '(m) => m.main()'
     const code = `require(${JSON.stringify(LOADER)}).train(${JSON.stringify(path.join(OUT, `${name}.cjs`))}, ${use}).then(() => console.error('LOADED ' + JSON.stringify(Object.keys(require.cache))))`
     let r

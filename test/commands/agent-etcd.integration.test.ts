@@ -72,7 +72,7 @@ describe('ipamctl agent on etcd', {skip: etcdSkipReason}, () => {
     got.set('traced', resultIp(r.stdout))
     const modules = fs.readFileSync(trace, 'utf8').split('\n')
     assert.ok(
-      modules.some((m) => /\/(dist\/plugins\/ipam\/main\.js|bin\/load-bundle\.cjs)$/.test(m)),
+      modules.some((m) => /\/(dist\/plugins\/ipam\/main\.js|bin\/start\.cjs)$/.test(m)),
       'the trace saw the plugin',
     )
     assert.deepEqual(

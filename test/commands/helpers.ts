@@ -44,7 +44,7 @@ const BUNDLES = [
   'dist/cni/ipamctl-cni.cjs',
   'dist/cli-bundle/ipamctl.cjs',
 ].flatMap((f) => [path.join(ROOT, f), path.join(ROOT, `${f}.v8cache`)])
-/** What the bundles are made from, and the tsc output the bins compare them with (bin/load-bundle.cjs). */
+/** What the bundles are made from, and the tsc output the bins compare them with (bin/start.cjs). */
 const inputs = () => [
   ...walk(SRC, '.ts'),
   ...walk(path.join(ROOT, 'bin'), '.cjs'),

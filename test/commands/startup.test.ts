@@ -49,7 +49,7 @@ describe('CLI start-up', {concurrency: true}, () => {
     test(`ipamctl ${args.join(' ')} runs the bundle and loads no datastore, netlink, YAML or prompt code`, async () => {
       const {stdout, modules} = await traced(...args)
       assert.match(stdout, /ipamctl/)
-      assert.ok(modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')), 'bin/run.cjs did not run the bundle')
+      assert.ok(modules.includes(path.join(ROOT, 'bin', 'start.cjs')), 'bin/run.cjs did not run the bundle')
       assert.ok(
         !modules.some((m) => m.includes('/node_modules/@oclif/core/')),
         'oclif came from node_modules, not the bundle',
@@ -66,7 +66,7 @@ describe('CLI start-up', {concurrency: true}, () => {
     assert.equal(fast.stdout, (await traced('--version', 'x')).stdout)
     assert.match(fast.stdout, /^ipamctl\/\d+\.\d+\.\d+ linux-\w+ node-v\d+\.\d+\.\d+\n$/)
     assert.deepEqual(
-      fast.modules.filter((m) => /load-bundle|cli-bundle|@oclif/.test(m)),
+      fast.modules.filter((m) => /bin\/start\.cjs|cli-bundle|@oclif/.test(m)),
       [],
     )
   })
@@ -93,7 +93,7 @@ describe('CLI start-up', {concurrency: true}, () => {
       'bash',
     )
     assert.match(stdout, /Setup Instructions for IPAMCTL CLI Autocomplete/)
-    assert.ok(modules.includes(path.join(ROOT, 'bin', 'load-bundle.cjs')), 'bin/run.cjs did not run the bundle')
+    assert.ok(modules.includes(path.join(ROOT, 'bin', 'start.cjs')), 'bin/run.cjs did not run the bundle')
   })
 
   test('IPAMCTL_UNBUNDLED=1 runs plain oclif on the tsc output, with the same help', async () => {

@@ -13,6 +13,7 @@
 import fs from 'node:fs'
 import {createRequire} from 'node:module'
 import type {ExchangeResult} from 'unix-exchange'
+import {loadAddon} from '../native-addon.js'
 import type {AgentOp, ErrorBody} from './protocol.js'
 
 type Exchange = (
@@ -24,7 +25,7 @@ type Exchange = (
 ) => ExchangeResult | Promise<ExchangeResult>
 
 /**
- * require() from this module's place: in the CommonJS plugin bundles the bundle's own (bin/load-bundle.cjs makes
+ * require() from this module's place: in the CommonJS plugin bundles the bundle's own (bin/start.cjs makes
  * it for the bundle's file, which import.meta.url names too), without building import.meta.url and parsing it back
  * (~0.3 ms of a plugin's CPU); the tsc output, an ES module, has none and makes one.
  */
@@ -33,11 +34,17 @@ const localRequire = (): NodeJS.Require => (typeof require === 'function' ? requ
 /**
  * The addon on first use. Not import(): the plugin bundles run in a vm.Script without a dynamic-import hook,
  * and a static import would load it on every exec, agent or not. Its compiled file by name, which exports what
- * the package's index.js re-exports: resolving and compiling index.js as well was ~0.4 ms of a plugin's CPU.
+ * the package's index.js re-exports: resolving and compiling index.js as well was ~0.4 ms of a plugin's CPU; and
+ * in a bundle by its path, without resolving the package at all (loadAddon).
  */
 let exchange: Exchange | undefined
 const loadExchange = (): Exchange =>
-  (exchange ??= (localRequire()('unix-exchange/build/Release/unix_exchange.node') as {exchange: Exchange}).exchange)
+  (exchange ??= loadAddon<{exchange: Exchange}>(
+    'unix-exchange',
+    ADDON_FILE,
+    () => localRequire()(`unix-exchange/${ADDON_FILE}`) as {exchange: Exchange},
+  ).exchange)
+const ADDON_FILE = 'build/Release/unix_exchange.node'
 
 /** ECONNREFUSED for 111; the number when the platform has no name for it. */
 function errnoName(errno: number): string {

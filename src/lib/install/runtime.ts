@@ -18,7 +18,7 @@ export const PLUGINS = ['ipamctl-cni', 'ipamctl-ipam'] as const
 
 /**
  * The bundles under dist/cni/ (each with its code cache): the plugins', and ipamctl-ipam's agent-first entry, in
- * which bin/plugin.cjs starts its ADD and DEL (docs/startup.md#the-agent-first-entry).
+ * which bin/start.cjs starts its ADD and DEL (docs/startup.md#the-agent-first-entry).
  */
 export const BUNDLES = [...PLUGINS, 'ipamctl-ipam-agent'] as const
 
@@ -65,7 +65,7 @@ function filesUnder(dir: string, rel: string, out: RuntimeFile[], to: string, sk
  */
 export function runtimeFiles(root: string): RuntimeFile[] {
   const out: RuntimeFile[] = []
-  for (const f of ['load-bundle.cjs', 'plugin.cjs']) out.push({from: path.join(root, 'bin', f), to: `bin/${f}`})
+  out.push({from: path.join(root, 'bin', 'start.cjs'), to: 'bin/start.cjs'})
   for (const name of BUNDLES)
     for (const f of [`${name}.cjs`, `${name}.cjs.v8cache`]) {
       const from = path.join(root, 'dist', 'cni', f)
@@ -122,11 +122,11 @@ export function runtimeId(version: string, files: readonly RuntimeFile[]): strin
 
 /**
  * bin/<plugin> of a version directory: run by that directory's own node (an absolute shebang, so PATH does not
- * matter and a CNI runtime can exec it directly), loading bin/plugin.cjs next to it. Node resolves the symlinks the
+ * matter and a CNI runtime can exec it directly), loading bin/start.cjs next to it. Node resolves the symlinks the
  * plugin was exec'd through (the CNI bin entry, then `current`), so one exec runs one version throughout.
  */
 export function binScript(versionDir: string, plugin: string): string {
-  return `#!${path.join(versionDir, 'node')}\n'use strict'\n// Installed by ipamctl cni install (README.md "Installing on nodes").\nrequire('./plugin.cjs').run(${JSON.stringify(plugin)})\n`
+  return `#!${path.join(versionDir, 'node')}\n'use strict'\n// Installed by ipamctl cni install (README.md "Installing on nodes").\nrequire('./start.cjs').runPlugin(${JSON.stringify(plugin)})\n`
 }
 
 /** Linux reads at most this many bytes of a `#!` line (BINPRM_BUF_SIZE, including `#!`). */

@@ -67,12 +67,15 @@ export function logSettingsFrom(config: Obj): LogSettings {
   }
 }
 
-/** Environment variables whose secret-named values are kept out of the log (ETCD_PASSWORD…). */
-const SECRET_ENV_PREFIX = /^(ETCD_|IPAMCTL_|CALICO_|DATASTORE_|K8S_|KUBE)/
+/**
+ * Environment variables whose secret-named values are kept out of the log (ETCD_PASSWORD…). Prefixes, not a
+ * regular expression: every plugin exec tests each variable, and compiling one is a cost of its own (isSecretName).
+ */
+const SECRET_ENV_PREFIXES = ['ETCD_', 'IPAMCTL_', 'CALICO_', 'DATASTORE_', 'K8S_', 'KUBE']
 
 export function envSecrets(env: NodeJS.ProcessEnv | Record<string, string | undefined>): string[] {
   const picked: Record<string, string> = {}
-  for (const [k, v] of Object.entries(env)) if (v && SECRET_ENV_PREFIX.test(k)) picked[k] = v
+  for (const [k, v] of Object.entries(env)) if (v && SECRET_ENV_PREFIXES.some((p) => k.startsWith(p))) picked[k] = v
   return secretValues(picked)
 }
 

@@ -66,8 +66,38 @@ export interface Logger {
 
 export const REDACTED = '[REDACTED]'
 
-/** Field names whose values are secrets wherever they come from (netconf keys, environment, log fields). */
-export const SECRET_NAME = /pass(word|wd)?\b|passw|secret|token|credential|private|(^|[_-])key$|^key\b|auth(?!ority)/i
+const isWordChar = (c: number): boolean =>
+  (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f
+
+/**
+ * Whether a field name's values are secrets wherever they come from (netconf keys, environment, log fields):
+ * it holds `passw`, `secret`, `token`, `credential` or `private`; `pass` or `auth` (but not `authority`) as a
+ * word of its own or a word's start; `key` alone, as its first word, or as its last after `_` or `-`. Case is
+ * ignored. The rule of the regular expression
+ * `/pass(word|wd)?\b|passw|secret|token|credential|private|(^|[_-])key$|^key\b|auth(?!ority)/i`, written out
+ * because a plugin process tests it on every netconf key and variable it logs: compiling that expression
+ * (twice, as V8 tiers it up) was ~1.2 million instructions of an ~116 million ADD through the agent
+ * (docs/startup.md#the-agent-first-entry). test/lib/log/logger.test.ts holds the two equal on ASCII names;
+ * lowering a name also turns the Kelvin sign and the dotted capital I into ASCII letters, which can only
+ * redact more.
+ */
+export function isSecretName(name: string): boolean {
+  const s = name.toLowerCase()
+  if (
+    s.includes('passw') ||
+    s.includes('secret') ||
+    s.includes('token') ||
+    s.includes('credential') ||
+    s.includes('private')
+  )
+    return true
+  // A word boundary after `pass` (charCodeAt past the end is NaN: not a word character).
+  for (let i = s.indexOf('pass'); i >= 0; i = s.indexOf('pass', i + 1))
+    if (!isWordChar(s.charCodeAt(i + 4))) return true
+  for (let i = s.indexOf('auth'); i >= 0; i = s.indexOf('auth', i + 1)) if (!s.startsWith('ority', i + 4)) return true
+  if (s.endsWith('key') && (s.length === 3 || s[s.length - 4] === '_' || s[s.length - 4] === '-')) return true
+  return s.startsWith('key') && !isWordChar(s.charCodeAt(3))
+}
 
 /** Key material written into a message (a PEM block) is cut out whole. */
 const PEM = /-----BEGIN [^-]*-----[\s\S]*?(-----END [^-]*-----|$)/g
@@ -100,8 +130,7 @@ export function createLogger(o: LoggerOptions): Logger {
     for (const s of secrets) if (out.includes(s)) out = out.split(s).join(REDACTED)
     return out
   }
-  const value = (k: string, v: Exclude<FieldValue, undefined>): string =>
-    SECRET_NAME.test(k) ? REDACTED : fieldText(v)
+  const value = (k: string, v: Exclude<FieldValue, undefined>): string => (isSecretName(k) ? REDACTED : fieldText(v))
   const text = (level: Level, msg: string, fields: Fields | undefined): string => {
     let ctx = ''
     for (const [k, v] of Object.entries(o.context ?? {}))
@@ -113,7 +142,7 @@ export function createLogger(o: LoggerOptions): Logger {
   const json = (level: Level, msg: string, fields: Fields | undefined): string => {
     const obj: Record<string, unknown> = {time: now().toISOString(), level, pid, component: o.component}
     for (const [k, v] of Object.entries({...o.context, msg, ...fields}))
-      if (v !== undefined && !(k in obj)) obj[k] = k !== 'msg' && SECRET_NAME.test(k) ? REDACTED : v
+      if (v !== undefined && !(k in obj)) obj[k] = k !== 'msg' && isSecretName(k) ? REDACTED : v
     return `${encodeJson(obj)}\n`
   }
   const format = o.format === 'json' ? json : text
@@ -139,7 +168,7 @@ export function createLogger(o: LoggerOptions): Logger {
 export function secretValues(obj: unknown, out: string[] = []): string[] {
   if (typeof obj !== 'object' || obj === null) return out
   for (const [k, v] of Object.entries(obj)) {
-    if (typeof v === 'string' && SECRET_NAME.test(k) && !/file$|path$/i.test(k)) out.push(v)
+    if (typeof v === 'string' && isSecretName(k) && !/file$|path$/i.test(k)) out.push(v)
     else if (typeof v === 'object') secretValues(v, out)
   }
   return out
@@ -152,7 +181,7 @@ export function redactSecrets(obj: unknown): unknown {
   return Object.fromEntries(
     Object.entries(obj).map(([k, v]) => [
       k,
-      typeof v === 'string' && SECRET_NAME.test(k) && !/file$|path$/i.test(k) ? REDACTED : redactSecrets(v),
+      typeof v === 'string' && isSecretName(k) && !/file$|path$/i.test(k) ? REDACTED : redactSecrets(v),
     ]),
   )
 }

@@ -1,6 +1,6 @@
 // The node name a plugin runs as: upstream's DetermineNodename and the nodename-file check of the main plugin.
 import fs from 'node:fs'
-import os from 'node:os'
+import {hostname} from 'node:os'
 import {ValidationError} from '../errors.js'
 import {DEFAULT_NODENAME_FILE, type NetConf} from './netconf.js'
 
@@ -26,7 +26,7 @@ export function determineNodename(conf: NetConf, deps: NodenameDeps = {}): strin
   if (fromFile) return fromFile
   if (conf.hostname) return conf.hostname
   // Go's names.Hostname(): the OS host name, lower-cased.
-  return (deps.osHostname ?? os.hostname)().toLowerCase()
+  return (deps.osHostname ?? hostname)().toLowerCase()
 }
 
 /**
@@ -45,5 +45,5 @@ export function requireNodenameFile(conf: NetConf, exists: (file: string) => boo
 
 /** The node name a netconf without `nodename` or `hostname` gives on this host (the commands' default node). */
 export function localNodename(deps: NodenameDeps = {}): string {
-  return nodenameFromFile(undefined, deps) || (deps.osHostname ?? os.hostname)().toLowerCase()
+  return nodenameFromFile(undefined, deps) || (deps.osHostname ?? hostname)().toLowerCase()
 }

@@ -1,4 +1,4 @@
-// The agent-first entry of the `ipamctl-ipam` process: every ADD and DEL starts here (bin/plugin.cjs). It does
+// The agent-first entry of the `ipamctl-ipam` process: every ADD and DEL starts here (bin/start.cjs). It does
 // the invocation exactly as the full plugin (main.ts) would when the node's agent serves it, with the same
 // functions (skel, netconf, log, src/lib/node-ipam/agent-path.ts), but is bundled without the datastore and the
 // IPAM core, so a process that only talks to the agent loads a fraction of the code
@@ -15,7 +15,7 @@ import {AGENT_SOCKET_KEY} from '../../lib/node-ipam/netconf.js'
 import {ABOUT, type Handover, openPluginLog, pluginProcessIo, type ReadStdin} from './process.js'
 
 /**
- * When bin/plugin.cjs starts this entry (its `FIRST`, kept equal to this by test/plugins/ipam/agent-main.test.ts):
+ * When bin/start.cjs starts this entry (its `FIRST`, kept equal to this by test/plugins/ipam/agent-main.test.ts):
  * for these commands, when stdin could name an agent socket or the default one exists. Otherwise no agent can
  * serve the invocation, and loading this entry first would only add to the full plugin's start.
  */
@@ -86,7 +86,7 @@ export function agentFirstPlugin(
  * which case this one wrote nothing.
  */
 export async function main(io?: PluginIo, stdin?: ReadStdin): Promise<number | Handover> {
-  // Without an io this is the plugin process itself (bin/plugin.cjs), which only waits for the agent's reply.
+  // Without an io this is the plugin process itself (bin/start.cjs), which only waits for the agent's reply.
   const blocking = io === undefined
   io ??= pluginProcessIo(stdin)
   const held = heldIo(io)

@@ -11,7 +11,7 @@ export {ABOUT, openPluginLog, pluginProcessIo}
 
 /**
  * Run one invocation and return the exit code; the store is closed before this resolves. `handover`: what was
- * read and asked before (stdin, read by bin/plugin.cjs; the agent's answer when the agent-first entry handed the
+ * read and asked before (stdin, read by bin/start.cjs; the agent's answer when the agent-first entry handed the
  * invocation over, used instead of asking again).
  */
 export async function main(io?: PluginIo, handover?: Handover): Promise<number> {

@@ -24,7 +24,7 @@ export const ABOUT = `ipamctl-ipam v${version()}: Calico-compatible CNI IPAM plu
  * - stdout and stderr are written with write(2) on fds 1 and 2, so nothing is left unflushed at exit either.
  * Should an fd not take that (non-blocking and EAGAIN, or any other error), that direction switches to
  * processIo()'s Node stream for good, keeping what was already read or written: order is preserved and
- * errors are the stream's. `stdin`: what bin/plugin.cjs (or the agent-first entry, before a handover) already
+ * errors are the stream's. `stdin`: what bin/start.cjs (or the agent-first entry, before a handover) already
  * read of it; when not `complete`, the rest is read here.
  */
 export function pluginProcessIo(stdin?: ReadStdin): PluginIo {
@@ -92,7 +92,7 @@ export const openPluginLog =
       held,
     })
 
-/** Stdin as bin/plugin.cjs reads it before an ADD or DEL: `complete` unless fd 0 refused a blocking read. */
+/** Stdin as bin/start.cjs reads it before an ADD or DEL: `complete` unless fd 0 refused a blocking read. */
 export interface ReadStdin {
   data: Buffer
   complete: boolean

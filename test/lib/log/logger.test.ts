@@ -2,8 +2,8 @@
 // redaction, and the netconf keys with their defaults.
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
-import {cniLogger, logSettingsFrom, podOf} from '../../../src/lib/log/cni.ts'
-import {createLogger, type Level, lineLogger, parseLevel, REDACTED} from '../../../src/lib/log/logger.ts'
+import {cniLogger, envSecrets, logSettingsFrom, podOf} from '../../../src/lib/log/cni.ts'
+import {createLogger, isSecretName, type Level, lineLogger, parseLevel, REDACTED} from '../../../src/lib/log/logger.ts'
 
 const at = () => new Date('2026-01-02T03:04:05.678Z')
 
@@ -151,4 +151,52 @@ test('lineLogger: a line callback as a logger, warnings and errors marked, field
     'warning: agent did not answer',
     'error: boom',
   ])
+})
+
+test('isSecretName follows the rule of its regular expression on every ASCII name built from its words', () => {
+  // The rule as it was written before isSecretName (its doc comment): the reference for the hand-written test.
+  const rule = /pass(word|wd)?\b|passw|secret|token|credential|private|(^|[_-])key$|^key\b|auth(?!ority)/i
+  // biome-ignore format: one line of words reads better than fifteen
+  const words = ['pass', 'Pass', 'word', 'wd', 'W', 'auth', 'AUTH', 'ority', 'key', 'KEY', 'Y', 'secret', 'Token', 'e', 'L']
+  const glue = ['', '_', '-', '.', ' ', '1', 'x', 'credentia', 'l', 'privat', 'e']
+  const names: string[] = []
+  for (const a of words)
+    for (const g of glue) {
+      names.push(a + g, g + a)
+      for (const b of words) names.push(a + g + b, g + a + b, a + b + g)
+    }
+  let secret = 0
+  for (const n of names) {
+    assert.equal(isSecretName(n), rule.test(n), n)
+    if (rule.test(n)) secret++
+  }
+  // Both outcomes are well represented, so the comparison is not one-sided.
+  assert.ok(secret > 1000 && names.length - secret > 1000, `${secret} of ${names.length}`)
+  for (const n of [
+    'etcd_password',
+    'ETCD_PASSWD',
+    'etcdPassword',
+    'authority',
+    'apiKey',
+    'key_file',
+    'monkey',
+    'keyring',
+  ])
+    assert.equal(isSecretName(n), rule.test(n), n)
+})
+
+test('envSecrets: secret-named values of the datastore and cluster variables only', () => {
+  const env = {
+    ETCD_PASSWORD: 'e-pass',
+    IPAMCTL_ETCD_PASSWORD: 'i-pass',
+    CALICO_TOKEN: 'c-token',
+    DATASTORE_SECRET: 'd-secret',
+    K8S_AUTH_TOKEN: 'k-token',
+    KUBECONFIG_KEY: 'kube-key',
+    ETCD_ENDPOINTS: 'http://127.0.0.1:2379',
+    MY_PASSWORD: 'not-ours',
+    XETCD_PASSWORD: 'not-a-prefix',
+    ETCD_PASSWORD_EMPTY: '',
+  }
+  assert.deepEqual(envSecrets(env).sort(), ['c-token', 'd-secret', 'e-pass', 'i-pass', 'k-token', 'kube-key'])
 })

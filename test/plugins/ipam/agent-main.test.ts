@@ -195,9 +195,9 @@ describe('the agent-first entry', () => {
   })
 })
 
-describe('bin/plugin.cjs and the agent-first entry', () => {
+describe('bin/start.cjs and the agent-first entry', () => {
   it("starts it for AGENT_FIRST's commands and netconf key, and the default socket", () => {
-    const {FIRST} = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'plugin.cjs')) as {
+    const {FIRST} = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'start.cjs')) as {
       FIRST: Record<string, unknown>
     }
     assert.deepEqual(FIRST['ipamctl-ipam'], {entry: 'ipamctl-ipam-agent', ...AGENT_FIRST})
@@ -212,7 +212,7 @@ describe('bin/plugin.cjs and the agent-first entry', () => {
     }
   })
 
-  // Which bundles a process ran: load-bundle.cjs names each one with IPAMCTL_DEBUG_BUNDLE=1.
+  // Which bundles a process ran: start.cjs names each one with IPAMCTL_DEBUG_BUNDLE=1.
   const bundlesRun = async (inv: {conf: string; env: Record<string, string>}) => {
     const p = await runProcess(process.execPath, [path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')], {
       env: {PATH: process.env.PATH, ...inv.env, IPAMCTL_DEBUG_BUNDLE: '1'},

@@ -341,7 +341,7 @@ describe('ipamctl-ipam process: start-up cost', () => {
     )
     ok(p)
     assert.ok(
-      modules.some((m) => /\/(dist\/plugins\/ipam\/main\.js|bin\/load-bundle\.cjs)$/.test(m)),
+      modules.some((m) => /\/(dist\/plugins\/ipam\/main\.js|bin\/start\.cjs)$/.test(m)),
       'the trace saw the plugin load',
     )
     assert.ok(
