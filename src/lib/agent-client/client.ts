@@ -38,13 +38,13 @@ const localRequire = (): NodeJS.Require => (typeof require === 'function' ? requ
  * in a bundle by its path, without resolving the package at all (loadAddon).
  */
 let exchange: Exchange | undefined
+const ADDON_FILE = 'build/Release/unix_exchange.node'
 const loadExchange = (): Exchange =>
   (exchange ??= loadAddon<{exchange: Exchange}>(
     'unix-exchange',
     ADDON_FILE,
     () => localRequire()(`unix-exchange/${ADDON_FILE}`) as {exchange: Exchange},
   ).exchange)
-const ADDON_FILE = 'build/Release/unix_exchange.node'
 
 /** ECONNREFUSED for 111; the number when the platform has no name for it. */
 function errnoName(errno: number): string {
