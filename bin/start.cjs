@@ -107,14 +107,14 @@ const cni = path.resolve(dist, 'cni')
 
 /** The tsc output of the entry that bundle `name` was made from, as scripts/bundle-cni.mjs recorded it. */
 function compiledEntry(name) {
-  const file = path.join(cni, 'entries.json')
+  const file = path.resolve(cni, 'entries.json')
   let entries
   try {
     entries = require(file)
   } catch {
     exports.stop(`${file} is missing: run npm run build`)
   }
-  return path.join(cni, '..', entries[name])
+  return path.resolve(dist, entries[name])
 }
 
 /** The exports of entry `name`: dist/cni/<name>.cjs, or its tsc-compiled entry on request. */

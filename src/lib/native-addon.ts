@@ -2,8 +2,8 @@
 // CommonJS bundle (the plugins' and the CLI's: `__dirname` is the bundle's folder). A bare require() of the addon
 // resolves it as a module first: node_modules folders stat'ed one by one, the package's package.json read for
 // `exports`, the real path taken, and the loader's functions for all of that compiled on first use. In an
-// `ipamctl-ipam` ADD through the agent that was ~2.4 million instructions of ~116 million, the same as the whole
-// rest of the agent exchange (docs/startup.md#the-agent-first-entry). dlopen itself is ~0.1 million.
+// `ipamctl-ipam` ADD through the agent that was ~2.3 million instructions of ~116 million; dlopen itself is ~0.1
+// million (docs/startup.md#counting-instructions-instead-of-milliseconds).
 import fs from 'node:fs'
 
 /** The bundle's folder in a CommonJS bundle; undefined in an ES module (the tsc output, tests through tsx). */

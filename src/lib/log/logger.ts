@@ -77,7 +77,7 @@ const isWordChar = (c: number): boolean =>
  * `/pass(word|wd)?\b|passw|secret|token|credential|private|(^|[_-])key$|^key\b|auth(?!ority)/i`, written out
  * because a plugin process tests it on every netconf key and variable it logs: compiling that expression
  * (twice, as V8 tiers it up) was ~1.2 million instructions of an ~116 million ADD through the agent
- * (docs/startup.md#the-agent-first-entry). test/lib/log/logger.test.ts holds the two equal on ASCII names;
+ * (docs/startup.md#counting-instructions-instead-of-milliseconds). test/lib/log/logger.test.ts holds the two equal on ASCII names;
  * lowering a name also turns the Kelvin sign and the dotted capital I into ASCII letters, which can only
  * redact more.
  */
@@ -95,7 +95,8 @@ export function isSecretName(name: string): boolean {
   for (let i = s.indexOf('pass'); i >= 0; i = s.indexOf('pass', i + 1))
     if (!isWordChar(s.charCodeAt(i + 4))) return true
   for (let i = s.indexOf('auth'); i >= 0; i = s.indexOf('auth', i + 1)) if (!s.startsWith('ority', i + 4)) return true
-  if (s.endsWith('key') && (s.length === 3 || s[s.length - 4] === '_' || s[s.length - 4] === '-')) return true
+  // `key` alone is the last line's case: nothing follows it.
+  if (s.endsWith('key') && (s[s.length - 4] === '_' || s[s.length - 4] === '-')) return true
   return s.startsWith('key') && !isWordChar(s.charCodeAt(3))
 }
 
