@@ -18,8 +18,10 @@ export function openReport(file: string): ReportFile {
   let fd: number
   try {
     fd = fs.openSync(file, 'w', 0o600)
-    // An existing file keeps its mode on open; tighten it before writing anything.
-    fs.fchmodSync(fd, 0o600)
+    // An existing report keeps its mode on open; tighten it before writing anything. Only a regular file: a
+    // device, pipe or terminal named as the output (`-o /dev/stdout`, /dev/null) is not ours to change, and
+    // fchmod would change the node itself for every user of the machine (/dev/null at 0600 breaks apt's sandbox).
+    if (fs.fstatSync(fd).isFile()) fs.fchmodSync(fd, 0o600)
   } catch (err) {
     throw new ValidationError(
       `cannot write the report to ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,

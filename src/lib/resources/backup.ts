@@ -326,7 +326,8 @@ export async function exportText(store: Store): Promise<ExportResult> {
  * file is replaced only if it is an earlier export, so a mistyped `-o` (the datastore file, say) is refused. The
  * text is streamed by `fill` into a new file beside it (`.<name>.<pid>.tmp`, 0600, created exclusively) that is
  * renamed over `file` once complete, so an export that fails midway (a store that stops answering) leaves an
- * earlier export as it was, and the partial file is removed. An interrupt ends the process from its signal
+ * earlier export as it was, and the partial file is removed. A device, pipe or terminal named as the file is
+ * written through instead (below). An interrupt ends the process from its signal
  * handler (BaseCommand, docs/interrupts.md), where no `finally` runs: an exit hook removes the partial file then,
  * and the rename waits for the signal handlers (letSignalsIn), so a signal that came during a synchronous scan
  * (the embedded store's) is handled before an earlier export is replaced. The text goes through a writer thread
@@ -337,34 +338,45 @@ export async function writeExportFile<T>(
   fill: (sink: ExportSink) => Promise<T>,
   opts: {thread?: boolean} = {},
 ): Promise<T> {
-  let existing: string | undefined
+  const cannot = (err: unknown) =>
+    new ValidationError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  // A device, pipe or terminal (`-o /dev/stdout`, /dev/null) is written through as it is: there is nothing to
+  // replace atomically and the node is not ours. No read of what it holds (a terminal would wait for a key), no
+  // partial file beside it, no rename over it (a regular file in /dev/null's place) and no mode change.
+  let target: fs.Stats | undefined
   try {
-    const fd = fs.openSync(file, 'r')
-    try {
-      const buf = Buffer.alloc(1 << 16)
-      existing = buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, 0)).toString('utf8')
-    } finally {
-      fs.closeSync(fd)
-    }
+    target = fs.statSync(file, {throwIfNoEntry: false})
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-      throw new ValidationError(
-        `cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-      )
+    throw cannot(err)
+  }
+  const through = target !== undefined && !target.isFile()
+  let existing: string | undefined
+  if (!through) {
+    try {
+      const fd = fs.openSync(file, 'r')
+      try {
+        const buf = Buffer.alloc(1 << 16)
+        existing = buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, 0)).toString('utf8')
+      } finally {
+        fs.closeSync(fd)
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw cannot(err)
+    }
   }
   if (existing !== undefined && existing !== '' && !/^apiVersion: projectcalico\.org\/v3\n/.test(existing))
     throw new ValidationError(`${file} exists and is not an earlier datastore export; refusing to overwrite it`)
-  const cannot = (err: unknown) =>
-    new ValidationError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`)
+  const tmp = through ? file : path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`)
   let fd: number
   try {
-    fd = fs.openSync(tmp, 'wx', 0o600)
+    fd = fs.openSync(tmp, through ? 'w' : 'wx', 0o600)
   } catch (err) {
     throw cannot(err)
   }
   let done = false
-  const removePartial = () => fs.rmSync(tmp, {force: true})
+  const removePartial = () => {
+    if (!through) fs.rmSync(tmp, {force: true})
+  }
   process.on('exit', removePartial)
   let sink: ExportSink | undefined
   try {
@@ -382,10 +394,10 @@ export async function writeExportFile<T>(
     await sink.finish()
     await letSignalsIn()
     try {
-      fs.fchmodSync(fd, 0o600)
+      if (!through) fs.fchmodSync(fd, 0o600)
       fs.closeSync(fd)
       fd = -1
-      fs.renameSync(tmp, file)
+      if (!through) fs.renameSync(tmp, file)
     } catch (err) {
       throw cannot(err)
     }

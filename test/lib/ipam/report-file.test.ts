@@ -1,6 +1,7 @@
 // The `ipam check -o` file (src/lib/ipam/report-file.ts): 0600 before any byte, and never a file that is not an
 // earlier report (docs/write-paths.md).
 import assert from 'node:assert/strict'
+import {execFileSync} from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -45,7 +46,7 @@ describe('report file', () => {
     assert.equal(fs.readFileSync(file, 'utf8'), reportJson(report))
   })
 
-  it('an earlier report is replaced and tightened; an empty file and /dev/null are written', () => {
+  it('an earlier report is replaced and tightened; an empty file and /dev/null are written, /dev/null left as it was', () => {
     const file = path.join(tmp, 'earlier.json')
     fs.writeFileSync(file, reportJson({...report, clusterGUID: 'old'}), {mode: 0o644})
     writeReport(file, report)
@@ -55,7 +56,26 @@ describe('report file', () => {
     fs.writeFileSync(empty, '')
     writeReport(empty, report)
     assert.equal(fs.readFileSync(empty, 'utf8'), reportJson(report))
+    const devNull = fs.statSync('/dev/null').mode
     writeReport('/dev/null', report)
+    assert.equal(fs.statSync('/dev/null').mode, devNull, 'the device node keeps its mode')
+  })
+
+  it('a FIFO named as the output is written through and keeps its mode', async () => {
+    const fifo = path.join(tmp, 'out.fifo')
+    execFileSync('mkfifo', ['-m', '0644', fifo])
+    const read = new Promise<string>((resolve, reject) => {
+      let text = ''
+      fs.createReadStream(fifo, 'utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => resolve(text))
+        .on('error', reject)
+    })
+    // The read side is open before the write side blocks on it.
+    await new Promise((r) => setTimeout(r, 50))
+    writeReport(fifo, report)
+    assert.equal(await read, reportJson(report))
+    assert.equal(fs.statSync(fifo).mode & 0o777, 0o644)
   })
 
   it('any other file is refused before anything is written, and stays as it was', () => {

@@ -3,9 +3,11 @@
 // reference below is that earlier implementation, kept here frozen), for stores larger than one written piece and
 // with every kind of key; and writeExportFile must leave an earlier export alone when the export fails midway.
 import assert from 'node:assert/strict'
+import {execFileSync, spawn} from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import {pathToFileURL} from 'node:url'
 import {after, describe, test} from 'node:test'
 import {compactJson, encodeJson, indentJson, parseJson} from '../../../src/lib/codec/gojson.ts'
 import {loadYaml} from '../../../src/lib/codec/yaml.ts'
@@ -271,6 +273,65 @@ describe('writeExportFile', () => {
     assert.equal(fs.readFileSync(file, 'utf8'), 'apiVersion: projectcalico.org/v3\nnew\n')
     assert.equal(fs.statSync(file).mode & 0o777, 0o600)
     assert.deepEqual(fs.readdirSync(dir), ['backup.txt'])
+  })
+
+  test('a FIFO is written through: no partial file beside it, not replaced, its mode kept', async () => {
+    const dir = fs.mkdtempSync(path.join(root, 'fifo-'))
+    const fifo = path.join(dir, 'out')
+    execFileSync('mkfifo', ['-m', '0644', fifo])
+    const read = new Promise<string>((resolve, reject) => {
+      let text = ''
+      fs.createReadStream(fifo, 'utf8')
+        .on('data', (c) => (text += c))
+        .on('end', () => resolve(text))
+        .on('error', reject)
+    })
+    // The writer in a child process: a writer that opened the FIFO to read it first (as a regular file's earlier
+    // export is read) would block forever, and in this process that would hang the test instead of failing it.
+    const module = pathToFileURL(path.join(import.meta.dirname, '../../../src/lib/resources/backup.ts')).href
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `import(${JSON.stringify(module)}).then((m) => m.writeExportFile(${JSON.stringify(fifo)}, async (sink) => { sink.text('apiVersion: projectcalico.org/v3\\nthrough\\n') }))`,
+      ],
+      {stdio: 'inherit'},
+    )
+    const killer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+    const exit = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)))
+    clearTimeout(killer)
+    assert.equal(exit, 0, 'the writer finished')
+    assert.equal(await read, 'apiVersion: projectcalico.org/v3\nthrough\n')
+    const st = fs.statSync(fifo)
+    assert.ok(st.isFIFO(), 'still a FIFO')
+    assert.equal(st.mode & 0o777, 0o644)
+    assert.deepEqual(fs.readdirSync(dir), ['out'])
+  })
+
+  test('a device node is written through and stays the device (not a regular file in its place)', {
+    skip: process.getuid?.() === 0 ? false : 'mknod needs root',
+  }, async () => {
+    const dir = fs.mkdtempSync(path.join(root, 'dev-'))
+    const dev = path.join(dir, 'null')
+    execFileSync('mknod', ['-m', '0666', dev, 'c', '1', '3']) // a null device of the test's own
+    await writeExportFile(dev, async (sink) => {
+      sink.text('apiVersion: projectcalico.org/v3\nnothing kept\n')
+    })
+    const st = fs.statSync(dev)
+    assert.ok(st.isCharacterDevice(), 'still a character device')
+    assert.equal(st.mode & 0o777, 0o666)
+    assert.deepEqual(fs.readdirSync(dir), ['null'])
+  })
+
+  test('a directory is refused in one line, nothing created', async () => {
+    const dir = fs.mkdtempSync(path.join(root, 'dir-'))
+    await assert.rejects(
+      writeExportFile(dir, async () => {}),
+      /cannot write .*: EISDIR$/,
+    )
+    assert.deepEqual(fs.readdirSync(dir), [])
   })
 
   test('a file that is not an earlier export is refused before anything is read or written', async () => {
