@@ -14,7 +14,6 @@
 const fs = require('node:fs')
 const {isAscii} = require('node:buffer')
 const path = require('node:path')
-const vm = require('node:vm')
 // The CommonJS loader's Module class, which require('node:module') also returns: taken from this module rather than
 // required, because a plugin process would otherwise load and compile the public node:module built-in (~0.2 ms).
 const Module = module.constructor
@@ -30,10 +29,14 @@ function run(file, withCache) {
       cachedData = fs.readFileSync(`${file}.v8cache`)
     } catch {}
   }
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __import) {${source}\n})`, {
-    filename: file,
-    cachedData,
-  })
+  // node:vm here, not at the top: a plugin exec the agent runs whole (`forward`) loads no bundle.
+  const script = new (require('node:vm').Script)(
+    `(function (exports, require, module, __filename, __dirname, __import) {${source}\n})`,
+    {
+      filename: file,
+      cachedData,
+    },
+  )
   if (process.env.IPAMCTL_DEBUG_BUNDLE)
     process.stderr.write(
       `${file}: code cache ${cachedData ? (script.cachedDataRejected ? 'rejected' : 'used') : 'absent'}\n`,
@@ -127,7 +130,8 @@ async function entry(name) {
  * Entries that start some invocations of a plugin before it: they do what they can with a fraction of the code,
  * and otherwise return a handover for the plugin's own entry (docs/startup.md#the-agent-first-entry). Started for
  * `commands` when stdin holds `netconfKey` or `defaultSocket` exists, i.e. when an agent could serve the
- * invocation; the values are AGENT_FIRST of src/plugins/ipam/agent-main.ts (a test keeps them equal).
+ * invocation; the values are AGENT_FIRST of src/plugins/ipam/agent-main.ts (a test keeps them equal). `forward`
+ * (below) goes first: it asks the agent to run the whole invocation, and `entry` runs it here when the agent does not.
  */
 const FIRST = {
   'ipamctl-ipam': {
@@ -171,7 +175,13 @@ exports.runPlugin = async (name) => {
   if (first?.commands.includes(process.env.CNI_COMMAND)) {
     const stdin = readStdin()
     if (!stdin.complete || stdin.data.includes(`"${first.netconfKey}"`) || fs.existsSync(first.defaultSocket)) {
-      const r = await (await entry(first.entry)).main(undefined, stdin)
+      // The agent runs it, or hands it over, or leaves it to the agent-first entry (undefined).
+      const f = stdin.complete ? await forward(stdin.data, first) : undefined
+      if (f && 'exit' in f) {
+        process.exitCode = f.exit
+        return
+      }
+      const r = f ? f.handover : await (await entry(first.entry)).main(undefined, stdin)
       // Finished there: it holds no handle by now (the agent exchange is over, the output written with write(2)),
       // so the process ends on its own without exit()'s guard timer, whose set-up is ~0.5 ms of CPU.
       if (typeof r === 'number') {
@@ -183,6 +193,121 @@ exports.runPlugin = async (name) => {
   }
   exitPlugin(await (await entry(name)).main(undefined, handover))
 }
+
+// Forwarding an invocation to the agent (docs/startup.md#the-agent-runs-the-invocation). Here rather than in a bundle
+// of its own: loading any bundle (reading it and its code cache, compiling them, the staleness check) cost a plugin
+// process more than all of this does, about 6 million instructions against 2. It speaks one request of the agent's
+// protocol (src/lib/agent-client/protocol.ts `InvokeRequest`, `InvokeReply`), on the same native exchange as the
+// agent client (src/lib/agent-client/client.ts `agentRequest`), and test/bin/forward.test.ts holds the two to the
+// same behaviour: what the agent runs is byte for byte what the agent-first entry would print and log.
+
+/** agentRequest's bounds (src/lib/agent-client/client.ts): the whole exchange, the largest reply taken. */
+const AGENT_REQUEST_TIMEOUT_MS = 5000
+const AGENT_MAX_REPLY_BYTES = 4 << 20
+const ADDON = 'unix-exchange/build/Release/unix_exchange.node'
+
+/**
+ * The unix-exchange addon by its file, found as loadAddon (src/lib/native-addon.ts) finds it for the bundles in
+ * dist/cni: the first node_modules/<addon> in that folder or above it, skipping folders that are node_modules.
+ */
+function exchangeAddon() {
+  for (let at = cni; ; ) {
+    const candidate = `${at}/node_modules/${ADDON}`
+    if (!at.endsWith('/node_modules') && fs.existsSync(candidate)) {
+      const m = {exports: {}}
+      process.dlopen(m, candidate)
+      return m.exports
+    }
+    const up = path.dirname(at)
+    if (up === at) return undefined
+    at = up
+  }
+}
+
+/** The socket the netconf names, or the default one when it names none and it exists; else undefined. */
+function socketFor(stdin, first) {
+  let conf
+  try {
+    conf = JSON.parse(stdin.toString('utf8'))
+  } catch {
+    return undefined
+  }
+  if (typeof conf !== 'object' || conf === null || Array.isArray(conf)) return undefined
+  const named = conf[first.netconfKey]
+  if (named === undefined) return fs.existsSync(first.defaultSocket) ? first.defaultSocket : undefined
+  return typeof named === 'string' && named.startsWith('/') ? named : undefined
+}
+
+/** Write `text` to fd 1 or 2 with write(2), or through Node's stream where the fd refuses that (pluginProcessIo). */
+function writeOut(fd, text) {
+  const buf = Buffer.from(text, 'utf8')
+  let off = 0
+  try {
+    while (off < buf.length) off += fs.writeSync(fd, buf, off)
+  } catch {
+    ;(fd === 1 ? process.stdout : process.stderr).write(buf.subarray(off))
+  }
+}
+
+/**
+ * Ask the agent to run this ADD or DEL whole. Returns {exit} once its output is written; {handover} for the full
+ * plugin (src/plugins/ipam/main.ts `main`): the agent handed it over, or its fate is unknown (sent, no complete
+ * reply, or an answer not understood), which only the full plugin's idempotent path may finish; or undefined when
+ * nothing was done (no socket, nothing sent, or the agent refused with `direct`: one without /v1/invoke, one that
+ * may not run it for this process, one shutting down) and the agent-first entry is to do the invocation in this process.
+ */
+async function forward(stdin, first) {
+  const socket = socketFor(stdin, first)
+  if (socket === undefined) return undefined
+  let request
+  let exchange
+  try {
+    // Who this process is, the agent asks the kernel (src/lib/agent/peer.ts); the pid is for the log lines.
+    const body = JSON.stringify({env: process.env, stdin: stdin.toString('latin1'), pid: process.pid})
+    request = Buffer.from(
+      `POST /v1/invoke HTTP/1.1\r\nHost: ipamctl-agent\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    )
+    exchange = exchangeAddon()?.exchange
+  } catch {}
+  if (!exchange) return undefined
+  let r
+  try {
+    // Blocking: this process has nothing else to do (a promise all the same when the agent's backlog is full).
+    r = await exchange(socket, request, AGENT_REQUEST_TIMEOUT_MS, AGENT_MAX_REPLY_BYTES, true)
+  } catch {
+    return undefined
+  }
+  if (!r.connected) return undefined
+  const unknown = (reason) => ({handover: {stdin, agent: {socket, outcome: {kind: 'unknown', reason}}}})
+  // The agent always sends a Content-Length (src/lib/agent/server.ts `send`).
+  const end = r.reply.indexOf('\r\n\r\n')
+  const head = end < 0 ? '' : r.reply.subarray(0, end).toString('latin1')
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]
+  const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1]
+  if (status === undefined || length === undefined || r.reply.length < end + 4 + Number(length)) {
+    if (r.timedOut) return unknown(`no reply within ${AGENT_REQUEST_TIMEOUT_MS / 1000} s`)
+    return unknown(
+      r.errno ? `the connection failed: errno ${r.errno}` : 'the connection closed before a complete reply',
+    )
+  }
+  let b
+  try {
+    b = JSON.parse(r.reply.subarray(end + 4, end + 4 + Number(length)).toString('utf8'))
+  } catch (err) {
+    return unknown(`unreadable reply: ${err.message}`)
+  }
+  if (typeof b !== 'object' || b === null) return unknown('the reply is not a JSON object')
+  if (b.error?.direct === true) return undefined
+  if (status === '200' && typeof b.exit === 'number' && Array.isArray(b.output)) {
+    for (const [fd, text] of b.output) writeOut(fd === 1 ? 1 : 2, String(text))
+    return {exit: b.exit}
+  }
+  if (status === '200' && b.handover === null) return {handover: {stdin}}
+  if (status === '200' && typeof b.handover?.socket === 'string' && typeof b.handover.outcome?.kind === 'string')
+    return {handover: {stdin, agent: b.handover}}
+  return unknown(`/v1/invoke: ${typeof b.error?.message === 'string' ? b.error.message : `HTTP ${status}`}`)
+}
+exports.forward = forward
 
 function exitPlugin(code) {
   process.exitCode = code

@@ -245,10 +245,38 @@ static napi_value Exchange(napi_env env, napi_callback_info info) {
   return promise;
 }
 
+// The kernel's record of who connected a unix socket (SO_PEERCRED): the agent runs a plugin's invocation only for
+// a peer it can verify, never on what the peer says of itself (src/lib/agent/peer.ts). pid is as this process's
+// pid namespace sees it, 0 when the peer's is not visible from here. null when the fd is not a connected unix socket.
+static napi_value PeerCredentials(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], out, v;
+  int32_t fd;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0)
+    return fail(env, "peerCredentials(fd: int >= 0)");
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred) {
+    napi_get_null(env, &out);
+    return out;
+  }
+  napi_create_object(env, &out);
+  napi_create_int64(env, cred.pid, &v);
+  napi_set_named_property(env, out, "pid", v);
+  napi_create_int64(env, cred.uid, &v);
+  napi_set_named_property(env, out, "uid", v);
+  napi_create_int64(env, cred.gid, &v);
+  napi_set_named_property(env, out, "gid", v);
+  return out;
+}
+
 static napi_value Init(napi_env env, napi_value exports) {
   napi_value fn;
   napi_create_function(env, "exchange", NAPI_AUTO_LENGTH, Exchange, NULL, &fn);
   napi_set_named_property(env, exports, "exchange", fn);
+  napi_create_function(env, "peerCredentials", NAPI_AUTO_LENGTH, PeerCredentials, NULL, &fn);
+  napi_set_named_property(env, exports, "peerCredentials", fn);
   return exports;
 }
 

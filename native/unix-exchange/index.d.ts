@@ -33,3 +33,6 @@ export function exchange(
   maxReply: number,
   blocking: boolean,
 ): ExchangeResult | Promise<ExchangeResult>
+
+/** The peer of connected unix socket `fd` as the kernel recorded it (SO_PEERCRED); null for any other fd. */
+export function peerCredentials(fd: number): {pid: number; uid: number; gid: number} | null

@@ -4,3 +4,4 @@
 const binding = require('./build/Release/unix_exchange.node')
 
 exports.exchange = binding.exchange
+exports.peerCredentials = binding.peerCredentials

@@ -7,7 +7,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import {after, describe, it} from 'node:test'
-import {exchange} from 'unix-exchange'
+import {exchange, peerCredentials} from 'unix-exchange'
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-unix-exchange-'))
 after(() => fs.rmSync(tmp, {recursive: true, force: true}))
@@ -182,5 +182,31 @@ describe('unix-exchange', () => {
     assert.throws(() => exchange('/x', Buffer.from('x'), -1, 10), TypeError)
     assert.throws(() => exchange('/x', Buffer.from('x'), 10, 0), TypeError)
     assert.throws(() => exchange('/x', Buffer.from('x'), 10, 10, 'yes' as unknown as boolean), TypeError)
+  })
+
+  it('peerCredentials: the connecting process as the kernel recorded it; null for other fds', async (t) => {
+    const creds: ReturnType<typeof peerCredentials>[] = []
+    const s = await server((c) => {
+      creds.push(peerCredentials((c as unknown as {_handle: {fd: number}})._handle.fd))
+      c.end()
+    })
+    t.after(s.close)
+    // Another process connects, prints its pid once connected, and waits for the close.
+    const child = spawn(
+      'python3',
+      [
+        '-c',
+        `import socket,os\ns=socket.socket(socket.AF_UNIX)\ns.connect(${JSON.stringify(s.file)})\nprint(os.getpid(), flush=True)\ns.recv(1)`,
+      ],
+      {stdio: ['ignore', 'pipe', 'inherit']},
+    )
+    const pid = Number((await new Promise<Buffer>((r) => child.stdout!.once('data', r))).toString().trim())
+    await new Promise((r) => child.once('exit', r))
+    assert.deepEqual(creds, [{pid, uid: process.getuid!(), gid: process.getgid!()}])
+    assert.notEqual(pid, process.pid)
+    const file = fs.openSync(path.join(tmp, 'not-a-socket'), 'w')
+    t.after(() => fs.closeSync(file))
+    assert.equal(peerCredentials(file), null)
+    assert.throws(() => peerCredentials(-1), TypeError)
   })
 })

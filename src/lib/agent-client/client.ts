@@ -37,14 +37,20 @@ const localRequire = (): NodeJS.Require => (typeof require === 'function' ? requ
  * the package's index.js re-exports: resolving and compiling index.js as well was ~0.4 ms of a plugin's CPU; and
  * in a bundle by its path, without resolving the package at all (loadAddon).
  */
-let exchange: Exchange | undefined
+/** The addon's exports: the exchange, and the agent's check of who connected (src/lib/agent/peer.ts). */
+export interface UnixExchange {
+  exchange: Exchange
+  peerCredentials(fd: number): {pid: number; uid: number; gid: number} | null
+}
+let addon: UnixExchange | undefined
 const ADDON_FILE = 'build/Release/unix_exchange.node'
-const loadExchange = (): Exchange =>
-  (exchange ??= loadAddon<{exchange: Exchange}>(
+export const loadUnixExchange = (): UnixExchange =>
+  (addon ??= loadAddon<UnixExchange>(
     'unix-exchange',
     ADDON_FILE,
-    () => localRequire()(`unix-exchange/${ADDON_FILE}`) as {exchange: Exchange},
-  ).exchange)
+    () => localRequire()(`unix-exchange/${ADDON_FILE}`) as UnixExchange,
+  ))
+const loadExchange = (): Exchange => loadUnixExchange().exchange
 
 /** ECONNREFUSED for 111; the number when the platform has no name for it. */
 function errnoName(errno: number): string {

@@ -12,6 +12,9 @@
 //        → 200 {endpoint: <record> | null, stale}   (the main plugin's WorkloadEndpoint, written / removed)
 //   POST /v1/check  {node, datastore, namespace, name, handle?, ips?}
 //        → 200 {endpoint: <record> | null}   (CHECK: the handle holds exactly `ips`; the record, read)
+//   POST /v1/invoke {env, stdin, pid}   (a plugin process's whole ADD or DEL, run by the agent for a verified peer)
+//        → 200 {exit, output: [[1|2, text], ..]}  or  200 {handover: {socket, outcome} | null}
+//        (docs/startup.md#the-agent-runs-the-invocation; `direct` here: run the invocation in the plugin process)
 //   GET  /v1/status     → 200 {node, datastore, pid, version, startedAt, uptimeSeconds, queued, counters}
 //   GET  /metrics       → Prometheus text (the same registry as --metrics-address)
 //   errors              → 4xx/5xx {error: {type, message, code?, details?, direct?}}
@@ -40,7 +43,7 @@ export const MAX_BODY_BYTES = 1024 * 1024
 /** sun_path is 108 bytes including the terminating NUL. */
 export const MAX_SOCKET_PATH_BYTES = 107
 
-export type AgentOp = 'assign' | 'assign-ip' | 'release' | 'endpoint-put' | 'endpoint-take' | 'check'
+export type AgentOp = 'assign' | 'assign-ip' | 'release' | 'endpoint-put' | 'endpoint-take' | 'check' | 'invoke'
 
 export interface Target {
   /** The node the agent serves; a request for another node is answered with `direct`. */
@@ -106,6 +109,22 @@ export interface EndpointTakeReply {
   endpoint: string | null
   stale: boolean
 }
+
+/**
+ * A plugin process's ADD or DEL for the agent to run whole: what the invocation reads of its process (its
+ * environment, stdin as Latin-1 text so that any bytes survive, its pid for the log lines). Whether the agent may
+ * run it is not the request's to say: the agent asks the kernel who connected (src/lib/agent/peer.ts).
+ */
+export interface InvokeRequest {
+  env: Record<string, string>
+  stdin: string
+  pid: number
+}
+
+/** Run: what the plugin process writes (fd and text, in order) and its exit code; or its handover. */
+export type InvokeReply =
+  | {exit: number; output: [1 | 2, string][]}
+  | {handover: {socket: string; outcome: unknown} | null}
 
 export interface ErrorBody {
   type: string
@@ -244,6 +263,25 @@ export function parseCheck(body: unknown): CheckRequest {
     r.ips = field(o, 'ips', isStrList, 'a list of strings')
   }
   return r
+}
+
+/** An environment is passed whole; a runtime's may hold a few hundred variables. */
+const MAX_ENV_VARS = 4096
+const isEnv = (v: unknown): v is Record<string, string> =>
+  typeof v === 'object' &&
+  v !== null &&
+  !Array.isArray(v) &&
+  Object.values(v).every(isStr) &&
+  Object.keys(v).length <= MAX_ENV_VARS
+const isPid = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0
+
+export function parseInvoke(body: unknown): InvokeRequest {
+  const o = asObject(body)
+  return {
+    env: field(o, 'env', isEnv, `an object of at most ${MAX_ENV_VARS} strings`),
+    stdin: field(o, 'stdin', isStr, 'a string'),
+    pid: field(o, 'pid', isPid, 'a process id'),
+  }
 }
 
 // ---------------------------------------------------------------------------------------------- errors

@@ -81,6 +81,8 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       gcPasses: 0,
       gcReleased: 0,
       gcDeletedHandles: 0,
+      // Plugin invocations run here whole (`/v1/invoke`), handed back for the datastore path, or refused.
+      invocations: {run: 0, handedOver: 0, refused: 0},
     }
     let metrics: AgentMetrics
     const batcher = new Batcher(ctx, {
@@ -112,6 +114,8 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
       metrics,
       node: o.node,
       datastoreId: id,
+      socket: o.socket,
+      invoked: (how) => counters.invocations[how === 'handed-over' ? 'handedOver' : how]++,
       log: (line) => logger.error(line),
       logger,
       status: () => ({
@@ -125,7 +129,12 @@ export async function startAgent(o: AgentOptions): Promise<RunningAgent> {
         startedAt: started.toISOString(),
         uptimeSeconds: Math.round((Date.now() - started.getTime()) / 1000),
         queued: batcher.depth,
-        counters: {...counters, datastoreRoundTrips: {...store.counts.calls}, casConflicts: store.counts.conflicts},
+        counters: {
+          ...counters,
+          invocations: {...counters.invocations},
+          datastoreRoundTrips: {...store.counts.calls},
+          casConflicts: store.counts.conflicts,
+        },
       }),
     })
     await listenUnix(server, o.socket)

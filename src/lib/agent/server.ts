@@ -21,6 +21,10 @@ import type {Batcher} from './batcher.js'
 import {freshRead} from './fresh-read.js'
 import type {AgentMetrics} from './metrics.js'
 import type {Fields, Logger} from '../log/logger.js'
+import {type AgentCall, agentCall, type AgentOutcome} from '../agent-client/client.js'
+import {type ProcessView, peerDifference, peerView, viewOf} from './peer.js'
+import type {PluginIo} from '../cni/skel.js'
+import {type HeldOutput, runAgentFirst} from '../node-ipam/agent-first.js'
 import {
   type CheckReply,
   type EndpointTakeReply,
@@ -32,6 +36,8 @@ import {
   parseCheck,
   parseEndpointPut,
   parseEndpointTake,
+  type InvokeReply,
+  parseInvoke,
   parseRelease,
   type ReleaseReply,
   type Target,
@@ -43,6 +49,10 @@ export interface AgentCore {
   readonly metrics: AgentMetrics
   readonly node: string
   readonly datastoreId: string
+  /** The socket this agent listens on: an invocation it runs asks it in process rather than through the socket. */
+  readonly socket?: string
+  /** How each `/v1/invoke` ended: run here, handed over to the plugin's datastore path, or refused (`direct`). */
+  invoked?(how: 'run' | 'handed-over' | 'refused'): void
   status(): Record<string, unknown>
   log(line: string): void
   /** Each assignment and release at info, with the plugin's fields (pod, netns, handle). */
@@ -174,42 +184,88 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
   // The requests of a burst arrive together: one ClusterInformation read serves all that wait for it.
   const locked = freshRead(() => datastoreLocked(ctx))
 
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> => {
-    const url = (req.url ?? '/').split('?')[0]
-    const route = `${req.method} ${url}`
-    if (route === 'GET /v1/status') return core.status()
-    if (route === 'GET /metrics') {
-      send(res, 200, await metrics.render(), metrics.contentType)
-      return undefined
+  const ops: Record<string, true> = {
+    '/v1/assign': true,
+    '/v1/assign-ip': true,
+    '/v1/release': true,
+    '/v1/endpoint-put': true,
+    '/v1/endpoint-take': true,
+    '/v1/check': true,
+    '/v1/invoke': true,
+  }
+  // Read once: a plugin process whose view differs is not run here (peer.ts).
+  let ownView: ProcessView | undefined | null = null
+
+  /** The metrics of one operation, however it came (HTTP, or an invocation run here). */
+  const observe = (op: string, outcome: string, t0: number) => {
+    if (op === 'assign' || op === 'assign-ip')
+      metrics.allocationSeconds.observe({op, outcome}, (performance.now() - t0) / 1000)
+    if (op === 'release') metrics.releaseSeconds.observe({outcome}, (performance.now() - t0) / 1000)
+    if (op === 'assign' || op === 'assign-ip' || op === 'release') metrics.requests.inc({op, outcome})
+  }
+
+  /** An error as its reply: the status and body a client gets. */
+  const replyOf = (err: unknown): {status: number; body: {error: ErrorBody}} =>
+    err instanceof HttpError ? {status: err.status, body: {error: err.body}} : errorReply(err)
+
+  /**
+   * A plugin process's ADD or DEL, run here as its agent-first entry would run it (src/lib/node-ipam/agent-first.ts),
+   * its requests to this agent answered in process; what it would have written comes back in the reply.
+   */
+  const invoke = async (
+    body: unknown,
+    gone: () => boolean,
+    peer: () => ProcessView | undefined,
+  ): Promise<InvokeReply> => {
+    const r = parseInvoke(body)
+    if (ownView === null) ownView = process.getuid ? viewOf('self', process.getuid()) : undefined
+    const differs = peerDifference(ownView, peer())
+    if (differs) {
+      core.invoked?.('refused')
+      throw new HttpError(421, {type: 'Misdirected', message: `not run by the agent: ${differs}`, direct: true})
     }
-    const ops: Record<string, true> = {
-      '/v1/assign': true,
-      '/v1/assign-ip': true,
-      '/v1/release': true,
-      '/v1/endpoint-put': true,
-      '/v1/endpoint-take': true,
-      '/v1/check': true,
+    const call: AgentCall = async (socket, op, payload, opts) => {
+      // The invocation's netconf names another agent: ask that one, as the plugin process would.
+      if (socket !== core.socket) return agentCall(socket, op, payload, {...opts, blocking: false})
+      const t0 = performance.now()
+      try {
+        // Through JSON as over the socket, so that the invocation reads exactly what a plugin process would.
+        const reply = JSON.parse(JSON.stringify(await operate(`/v1/${op}`, payload, gone))) as Record<string, unknown>
+        observe(op, 'ok', t0)
+        return {kind: 'answered', status: 200, body: reply} satisfies AgentOutcome
+      } catch (err) {
+        observe(op, err instanceof HttpError ? 'rejected' : 'error', t0)
+        const {status, body: e} = replyOf(err)
+        return {kind: 'answered', status, body: e}
+      }
     }
-    // `direct`: an operation this agent does not know (a plugin newer than its agent, during an upgrade) is one it
-    // did not do, so the plugin does it on the datastore itself instead of failing the pod.
-    if (!ops[url!]) {
-      throw new HttpError(url === '/v1/status' || url === '/metrics' ? 405 : 404, {
-        type: 'ValidationError',
-        message: `unknown operation ${req.method} ${url}`,
-        direct: true,
-      })
+    const output: HeldOutput = []
+    const env = r.env
+    const io: PluginIo = {
+      getenv: (n) => (Object.hasOwn(env, n) ? env[n] : undefined),
+      env,
+      pid: r.pid,
+      readStdin: async () => Buffer.from(r.stdin, 'latin1'),
+      stdout: {write: (chunk: string) => output.push([1, chunk])},
+      stderr: {write: (chunk: string) => output.push([2, chunk])},
     }
-    if (req.method !== 'POST') throw new HttpError(405, {type: 'ValidationError', message: `${url} takes POST`})
-    const body = await readBody(req)
+    // A plugin process that has gone (killed, timed out) hands the invocation to its full plugin, which logs its
+    // own lines: this one's are dropped, as the agent-first entry drops them at a handover.
+    const res = await runAgentFirst(io, {call, commit: () => !gone()})
+    if (typeof res === 'number') {
+      core.invoked?.('run')
+      return {exit: res, output}
+    }
+    core.invoked?.('handed-over')
+    return {handover: res.agent ?? null}
+  }
+
+  /** Operation `url` with its parsed body; `gone`: whether the client has gone before its request is batched. */
+  const operate = async (url: string, body: unknown, gone: () => boolean): Promise<unknown> => {
     if (closing) throw new HttpError(503, {type: 'ShuttingDown', message: 'the agent is shutting down', direct: true})
-    // Whether the client has gone (killed, timed out) before its request is taken into a batch.
-    let gone = false
-    res.on('close', () => {
-      gone = !res.writableFinished
-    })
     const log: string[] = []
     const alloc: Allocator = {
-      autoAssign: (args) => batcher.autoAssign(args, () => gone),
+      autoAssign: (args) => batcher.autoAssign(args, gone),
       assignIp: (args) => batcher.alone(() => assignIp(ctx, args)),
       releaseIps: (options) => batcher.alone(() => releaseIps(ctx, options)),
       datastoreLocked: locked,
@@ -275,6 +331,41 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
     })
   }
 
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown> => {
+    const url = (req.url ?? '/').split('?')[0]
+    const route = `${req.method} ${url}`
+    if (route === 'GET /v1/status') return core.status()
+    if (route === 'GET /metrics') {
+      send(res, 200, await metrics.render(), metrics.contentType)
+      return undefined
+    }
+    // `direct`: an operation this agent does not know (a plugin newer than its agent, during an upgrade) is one it
+    // did not do, so the plugin does it on the datastore itself instead of failing the pod.
+    if (!ops[url!]) {
+      throw new HttpError(url === '/v1/status' || url === '/metrics' ? 405 : 404, {
+        type: 'ValidationError',
+        message: `unknown operation ${req.method} ${url}`,
+        direct: true,
+      })
+    }
+    if (req.method !== 'POST') throw new HttpError(405, {type: 'ValidationError', message: `${url} takes POST`})
+    const body = await readBody(req)
+    // Whether the client has gone (killed, timed out) before its request is taken into a batch.
+    let gone = false
+    res.on('close', () => {
+      gone = !res.writableFinished
+    })
+    if (url === '/v1/invoke') {
+      if (closing) throw new HttpError(503, {type: 'ShuttingDown', message: 'the agent is shutting down', direct: true})
+      return invoke(
+        body,
+        () => gone,
+        () => peerView(req.socket),
+      )
+    }
+    return operate(url!, body, () => gone)
+  }
+
   const server = http.createServer({requestTimeout: 60_000, headersTimeout: 10_000}, (req, res) => {
     const t0 = performance.now()
     inFlight++
@@ -285,18 +376,14 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
         return 'ok'
       })
       .catch(async (err: unknown) => {
-        const {status, body} =
-          err instanceof HttpError ? {status: err.status, body: {error: err.body}} : errorReply(err)
+        const {status, body} = replyOf(err)
         if (status >= 500 && !(err instanceof HttpError)) core.log(`${req.method} ${req.url}: ${body.error.message}`)
         await drained(req)
         send(res, status, body)
         return err instanceof HttpError ? 'rejected' : 'error'
       })
       .then((outcome) => {
-        if (op === 'assign' || op === 'assign-ip')
-          metrics.allocationSeconds.observe({op, outcome}, (performance.now() - t0) / 1000)
-        if (op === 'release') metrics.releaseSeconds.observe({outcome}, (performance.now() - t0) / 1000)
-        if (op === 'assign' || op === 'assign-ip' || op === 'release') metrics.requests.inc({op, outcome})
+        observe(op, outcome, t0)
         if (--inFlight === 0) idle?.()
       })
   })

@@ -83,6 +83,12 @@ export interface PluginIo {
   stderr: {write(chunk: string): unknown}
   /** Release what reading stdin holds open (called by the entry once the invocation is done). */
   close?(): void
+  /**
+   * The plugin process's whole environment and pid when the invocation runs in another process (the agent runs
+   * one whole for a plugin process, src/lib/node-ipam/agent-first.ts); absent: this process's own.
+   */
+  env?: Record<string, string | undefined>
+  pid?: number
 }
 
 export interface PluginInfo {

@@ -98,6 +98,8 @@ export interface CniLoggerOptions {
   plugin: string
   stderr: LogSink
   env?: Record<string, string | undefined>
+  /** The plugin process's pid, when another process (the agent, src/lib/node-ipam/agent-first.ts) logs for it. */
+  pid?: number
   now?: () => Date
   /**
    * Lines for the log file wait in memory until commit() (close() without it drops them): an invocation that
@@ -141,6 +143,7 @@ export function cniLogger(o: CniLoggerOptions): {logger: Logger; close(): void; 
     sinks,
     secrets: [...secretValues(o.config), ...envSecrets(o.env ?? process.env)],
     now: o.now,
+    pid: o.pid,
   })
   warn = (what) => logger.warn(`${what}; logging to stderr only`)
   if (problem) warn(problem)

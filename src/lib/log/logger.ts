@@ -51,6 +51,8 @@ export interface LoggerOptions {
   /** Values never to be written (passwords, tokens, key material): replaced by [REDACTED] wherever they appear. */
   secrets?: readonly string[]
   now?: () => Date
+  /** The process the lines are about: this one unless the agent logs a plugin's invocation for it (its pid). */
+  pid?: number
 }
 
 export interface Logger {
@@ -125,7 +127,7 @@ export function createLogger(o: LoggerOptions): Logger {
   const rank = RANK[o.level]
   const secrets = new Set((o.secrets ?? []).filter((s) => s.length >= MIN_SECRET))
   const now = o.now ?? (() => new Date())
-  const pid = process.pid
+  const pid = o.pid ?? process.pid
   const scrub = (line: string): string => {
     let out = line.includes('-----BEGIN ') ? line.replace(PEM, REDACTED) : line
     for (const s of secrets) if (out.includes(s)) out = out.split(s).join(REDACTED)

@@ -2,17 +2,10 @@
 // DEL): the process's I/O, the log, the version line and the handover between them. Only light modules here:
 // agent-main.ts is bundled without the datastore and the IPAM core (docs/startup.md#the-agent-first-entry).
 import fs from 'node:fs'
-import {packageVersion} from '../../lib/package-root.js'
-import type {AgentReplay} from '../../lib/node-ipam/agent-path.js'
 import {type PluginIo, processIo} from '../../lib/cni/skel.js'
-import {cniLogger} from '../../lib/log/cni.js'
+import {ABOUT, type Handover, openPluginLog} from '../../lib/node-ipam/agent-first.js'
 
-/** Compiled in by scripts/bundle-cni.mjs; the plain tsc output reads package.json instead. */
-declare const __IPAMCTL_VERSION__: string | undefined
-
-const version = (): string => (typeof __IPAMCTL_VERSION__ === 'string' ? __IPAMCTL_VERSION__ : packageVersion())
-
-export const ABOUT = `ipamctl-ipam v${version()}: Calico-compatible CNI IPAM plugin (drop-in for calico-ipam)`
+export {ABOUT, type Handover, openPluginLog}
 
 /**
  * The plugin process's I/O: processIo()'s behaviour without its start-up cost. Creating `process.stdin` and
@@ -80,29 +73,8 @@ export function pluginProcessIo(stdin?: ReadStdin): PluginIo {
   }
 }
 
-/** The plugins' log: stderr and the netconf's log_file_path (src/lib/log/cni.ts); `held`: see cniLogger. */
-export const openPluginLog =
-  (plugin: string, held = false) =>
-  (config: Record<string, unknown>, io: PluginIo): ReturnType<typeof cniLogger> =>
-    cniLogger({
-      config,
-      getenv: (n) => io.getenv(n),
-      plugin,
-      stderr: {write: (line) => void io.stderr.write(line)},
-      held,
-    })
-
 /** Stdin as bin/start.cjs reads it before an ADD or DEL: `complete` unless fd 0 refused a blocking read. */
 export interface ReadStdin {
   data: Buffer
   complete: boolean
-}
-
-/**
- * An invocation the agent-first entry hands over to the full plugin, as plain data (the two are separate
- * bundles): all of stdin, and when the agent was asked, its socket and answer. Nothing it did is visible yet.
- */
-export interface Handover {
-  stdin: Buffer
-  agent?: AgentReplay
 }

@@ -33,7 +33,9 @@ const server = http.createServer((req, res) => {
     requests.push(req.url ?? '')
     const r = reply(req.url ?? '')
     if (!r) return void res.socket?.destroy()
-    res.writeHead(r.status, {'content-type': 'application/json'}).end(JSON.stringify(r.body))
+    // With its length, as the agent sends every reply (bin/start.cjs `forward` reads them by it).
+    const text = JSON.stringify(r.body)
+    res.writeHead(r.status, {'content-type': 'application/json', 'content-length': Buffer.byteLength(text)}).end(text)
   })
 })
 
@@ -195,6 +197,29 @@ describe('the agent-first entry', () => {
   })
 })
 
+// What a plugin process did: its exit, output, and the bundles it ran (start.cjs names each one with
+// IPAMCTL_DEBUG_BUNDLE=1).
+const exec = async (inv: {conf: string; env: Record<string, string>}) => {
+  const p = await runProcess(process.execPath, [path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')], {
+    env: {PATH: process.env.PATH, ...inv.env, IPAMCTL_DEBUG_BUNDLE: '1'},
+    stdin: inv.conf,
+  })
+  const bundles = [...p.stderr.matchAll(/\/dist\/cni\/(\S+)\.cjs: code cache used\n/g)].map((m) => m[1])
+  return {...p, bundles, stderr: p.stderr.replace(/^.*\/dist\/cni\/\S+\.cjs: code cache \w+\n/gm, '')}
+}
+const bundlesRun = async (inv: {conf: string; env: Record<string, string>}) => {
+  const p = await exec(inv)
+  assert.equal(p.code, 0, p.stdout + p.stderr)
+  return p.bundles
+}
+/** An agent older than /v1/invoke: it answers that route as an unknown operation, and `other` otherwise. */
+const withoutInvoke =
+  (other: (url: string) => Reply) =>
+  (url: string): Reply =>
+    url === '/v1/invoke'
+      ? {status: 404, body: {error: {type: 'ValidationError', message: 'unknown operation', direct: true}}}
+      : other(url)
+
 describe('bin/start.cjs and the agent-first entry', () => {
   it("starts it for AGENT_FIRST's commands and netconf key, and the default socket", () => {
     const {FIRST} = createRequire(import.meta.url)(path.join(ROOT, 'bin', 'start.cjs')) as {
@@ -212,29 +237,113 @@ describe('bin/start.cjs and the agent-first entry', () => {
     }
   })
 
-  // Which bundles a process ran: start.cjs names each one with IPAMCTL_DEBUG_BUNDLE=1.
-  const bundlesRun = async (inv: {conf: string; env: Record<string, string>}) => {
-    const p = await runProcess(process.execPath, [path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')], {
-      env: {PATH: process.env.PATH, ...inv.env, IPAMCTL_DEBUG_BUNDLE: '1'},
-      stdin: inv.conf,
-    })
-    assert.equal(p.code, 0, p.stdout + p.stderr)
-    return [...p.stderr.matchAll(/\/dist\/cni\/(\S+)\.cjs: code cache used/g)].map((m) => m[1])
-  }
-
   it('a netconf that names an agent socket runs the agent-first bundle alone; one without, the full plugin alone', async (t) => {
     if (fs.existsSync(AGENT_FIRST.defaultSocket)) return t.skip(`${AGENT_FIRST.defaultSocket} exists on this machine`)
     ensureBuilt()
-    reply = () => ({status: 200, body: {result: {ips: [{address: '10.9.0.7/26'}], dns: {}}, log: []}})
+    requests = []
+    reply = withoutInvoke(() => ({status: 200, body: {result: {ips: [{address: '10.9.0.7/26'}], dns: {}}, log: []}}))
     assert.deepEqual(await bundlesRun(invocation('ADD')), ['ipamctl-ipam-agent'])
+    // The invocation was offered to the agent whole first, then asked for as the agent-first entry asks.
+    assert.deepEqual(requests, ['/v1/invoke', '/v1/assign'])
     const direct = invocation('ADD')
     const conf = JSON.parse(direct.conf) as Record<string, unknown>
     delete conf[AGENT_FIRST.netconfKey]
     assert.deepEqual(await bundlesRun({...direct, conf: JSON.stringify(conf)}), ['ipamctl-ipam'])
-    // Named but absent: the agent-first entry hands over.
+    // Named but absent: nothing to forward to, and the agent-first entry hands over.
     assert.deepEqual(await bundlesRun(invocation('DEL', path.join(tmp, 'none.sock'))), [
       'ipamctl-ipam-agent',
       'ipamctl-ipam',
     ])
+  })
+})
+
+// bin/start.cjs `forward` (docs/startup.md#the-agent-runs-the-invocation): the invocation offered whole to the
+// agent, against the stand-in; test/lib/agent/invoke.test.ts has the real agent's side.
+describe('bin/start.cjs forwarding an invocation to the agent', () => {
+  it('an invocation the agent ran: its output and exit code exactly, no bundle loaded, the agent asked once', async () => {
+    ensureBuilt()
+    requests = []
+    const sent: unknown[] = []
+    reply = (url) =>
+      url === '/v1/invoke'
+        ? {
+            status: 200,
+            body: {
+              exit: 3,
+              output: [
+                [1, 'out 1\n'],
+                [2, 'err ü\n'],
+                [1, 'out 2\n'],
+              ],
+            },
+          }
+        : undefined
+    const inv = invocation('ADD')
+    server.once('request', (req: http.IncomingMessage) => {
+      const parts: Buffer[] = []
+      req.on('data', (b: Buffer) => parts.push(b))
+      req.on('end', () => sent.push(JSON.parse(Buffer.concat(parts).toString('utf8'))))
+    })
+    const p = await exec(inv)
+    assert.deepEqual([p.code, p.stdout, p.stderr, p.bundles], [3, 'out 1\nout 2\n', 'err ü\n', []])
+    assert.deepEqual(requests, ['/v1/invoke'])
+    // What it sent: its whole environment, stdin as Latin-1 text, its pid, and nothing it says about itself beyond.
+    const body = sent[0] as {env: Record<string, string>; stdin: string; pid: number}
+    assert.deepEqual(Object.keys(body).sort(), ['env', 'pid', 'stdin'])
+    assert.equal(Buffer.from(body.stdin, 'latin1').toString('utf8'), inv.conf)
+    assert.equal(body.env.CNI_CONTAINERID, inv.env.CNI_CONTAINERID)
+    assert.equal(body.env.CNI_ARGS, inv.env.CNI_ARGS)
+    assert.ok(Number.isInteger(body.pid) && body.pid > 0 && body.pid !== process.pid)
+  })
+
+  it('no complete reply: the full plugin finishes it on the datastore, and the agent is not asked again', async () => {
+    ensureBuilt()
+    requests = []
+    reply = () => undefined
+    const inv = invocation('ADD')
+    const p = await exec(inv)
+    assert.equal(p.code, 0, p.stdout + p.stderr)
+    assert.deepEqual(p.bundles, ['ipamctl-ipam'])
+    assert.match(p.stdout, /"address": "10\.9\.\d+\.\d+\/26"/)
+    const log = readLog(inv.log)
+    assert.equal(
+      log.match(/ipamctl agent at .*: the connection closed before a complete reply; using the datastore directly/g)
+        ?.length,
+      1,
+      log,
+    )
+    assert.match(log, /assigned addresses .*via=datastore/)
+    assert.deepEqual(requests, ['/v1/invoke'])
+  })
+
+  it('handed over by the agent: the full plugin gets its answer and does not ask again', async () => {
+    ensureBuilt()
+    requests = []
+    const outcome = {
+      kind: 'answered',
+      status: 421,
+      body: {error: {type: 'Misdirected', message: 'this agent serves n2', direct: true}},
+    }
+    reply = (url) => (url === '/v1/invoke' ? {status: 200, body: {handover: {socket, outcome}}} : undefined)
+    const inv = invocation('DEL')
+    const p = await exec(inv)
+    assert.equal(p.code, 0, p.stdout + p.stderr)
+    assert.deepEqual(p.bundles, ['ipamctl-ipam'])
+    const log = readLog(inv.log)
+    assert.equal(log.match(/does not serve this request \(this agent serves n2\)/g)?.length, 1, log)
+    assert.match(log, /no addresses to release .*via=datastore/)
+    assert.deepEqual(requests, ['/v1/invoke'])
+  })
+
+  it('an error of the agent about the invocation itself: only the full plugin, as for an unknown fate', async () => {
+    ensureBuilt()
+    requests = []
+    reply = (url) => (url === '/v1/invoke' ? {status: 500, body: {error: {type: 'Error', message: 'boom'}}} : undefined)
+    const inv = invocation('DEL')
+    const p = await exec(inv)
+    assert.equal(p.code, 0, p.stdout + p.stderr)
+    assert.deepEqual(p.bundles, ['ipamctl-ipam'])
+    assert.match(readLog(inv.log), /ipamctl agent at .*: \/v1\/invoke: boom; using the datastore directly/)
+    assert.deepEqual(requests, ['/v1/invoke'])
   })
 })
