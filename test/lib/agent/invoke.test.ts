@@ -18,6 +18,7 @@ import {type HeldOutput, runAgentFirst} from '../../../src/lib/node-ipam/agent-f
 import {MemoryStore} from '../../../src/lib/store/memory.ts'
 import type {DatastoreSettings} from '../../../src/lib/store/settings.ts'
 import {runProcess} from '../../support/process.ts'
+import {ensureBuilt, ROOT} from '../../commands/helpers.ts'
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-invoke-'))
 const socket = path.join(tmp, 'agent.sock')
@@ -267,5 +268,32 @@ describe('/v1/invoke: only for a process that sees what the agent sees', () => {
       fs.chmodSync(socket, 0o660)
       fs.chmodSync(tmp, 0o700)
     }
+  })
+})
+
+describe('/v1/invoke: the ipamctl-ipam process', () => {
+  // The plugin as a runtime runs it: the bin, the CNI environment (plus PATH), the netconf on stdin.
+  const plugin = (inv: {conf: string; env: Record<string, string>}, cwd: string) =>
+    runProcess(process.execPath, [path.join(ROOT, 'bin', 'ipamctl-ipam.cjs')], {cwd, env: inv.env, stdin: inv.conf})
+
+  it('is run by the agent; from another working directory it runs the invocation itself, with the same result', async () => {
+    ensureBuilt()
+    const before = await counters()
+    const results = []
+    for (const cwd of [process.cwd(), '/']) {
+      const cid = `proc-${cwd === '/' ? 'root' : 'here'}`
+      const add = await plugin(invocation('ADD', cid, {}, {CNI_ARGS: 'K8S_POD_NAMESPACE=default;IP=10.66.1.1'}), cwd)
+      const del = invocation('DEL', cid)
+      const p = await plugin(del, cwd)
+      results.push({add: [add.code, add.stdout], del: [p.code, p.stdout], log: untimed(readLog(del.log))})
+    }
+    const after = await counters()
+    assert.deepEqual([after.run - before.run, after.refused - before.refused], [2, 2])
+    assert.equal(results[0]!.add[0], 0)
+    assert.match(String(results[0]!.add[1]), /"address": "10\.66\.1\.1\/32"/)
+    assert.match(results[0]!.log, /released addresses ips=10\.66\.1\.1 handle=net\.proc-here/)
+    // The same output and the same lines but for the container's name and the process's pid.
+    const same = (log: string) => log.replaceAll('proc-root', 'proc-here').replace(/\]\[\d+\] /g, '][pid] ')
+    assert.deepEqual({...results[1], log: same(results[1]!.log)}, {...results[0], log: same(results[0]!.log)})
   })
 })
