@@ -228,7 +228,8 @@ function exchangeAddon() {
 function socketFor(stdin, first) {
   let conf
   try {
-    conf = JSON.parse(stdin.toString('utf8'))
+    // toString() without arguments goes straight to the UTF-8 decoder (an encoding name is looked up first).
+    conf = JSON.parse(stdin.toString())
   } catch {
     return undefined
   }
@@ -279,12 +280,14 @@ async function forward(stdin, first) {
   }
   if (!r.connected) return undefined
   const unknown = (reason) => ({handover: {stdin, agent: {socket, outcome: {kind: 'unknown', reason}}}})
-  // The agent always sends a Content-Length (src/lib/agent/server.ts `send`).
+  // The agent always sends a Content-Length (src/lib/agent/server.ts `send`). String functions rather than regular
+  // expressions: V8 compiles each expression on its first use, a cost this path would pay on every exec.
   const end = r.reply.indexOf('\r\n\r\n')
-  const head = end < 0 ? '' : r.reply.subarray(0, end).toString('latin1')
-  const status = /^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]
-  const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1]
-  if (status === undefined || length === undefined || r.reply.length < end + 4 + Number(length)) {
+  const head = end < 0 ? '' : r.reply.subarray(0, end).toString('latin1').toLowerCase()
+  const status = head.startsWith('http/1.') ? head.slice(9, 12) : undefined
+  const at = head.indexOf('\r\ncontent-length:')
+  const length = at < 0 ? Number.NaN : Number.parseInt(head.slice(at + 17), 10)
+  if (status === undefined || !(length >= 0) || r.reply.length < end + 4 + length) {
     if (r.timedOut) return unknown(`no reply within ${AGENT_REQUEST_TIMEOUT_MS / 1000} s`)
     return unknown(
       r.errno ? `the connection failed: errno ${r.errno}` : 'the connection closed before a complete reply',
@@ -292,7 +295,7 @@ async function forward(stdin, first) {
   }
   let b
   try {
-    b = JSON.parse(r.reply.subarray(end + 4, end + 4 + Number(length)).toString('utf8'))
+    b = JSON.parse(r.reply.subarray(end + 4, end + 4 + length).toString('utf8'))
   } catch (err) {
     return unknown(`unreadable reply: ${err.message}`)
   }
