@@ -236,6 +236,8 @@ export function createAgentServer(core: AgentCore): {server: http.Server; draini
       } catch (err) {
         observe(op, err instanceof HttpError ? 'rejected' : 'error', t0)
         const {status, body: e} = replyOf(err)
+        // Logged as the same request over the socket would be.
+        if (status >= 500 && !(err instanceof HttpError)) core.log(`POST /v1/${op} (invoke): ${e.error.message}`)
         return {kind: 'answered', status, body: e}
       }
     }
