@@ -195,11 +195,11 @@ exports.runPlugin = async (name) => {
 }
 
 // Forwarding an invocation to the agent (docs/startup.md#the-agent-runs-the-invocation). Here rather than in a bundle
-// of its own: loading any bundle (reading it and its code cache, compiling them, the staleness check) cost a plugin
-// process more than all of this does, about 6 million instructions against 2. It speaks one request of the agent's
-// protocol (src/lib/agent-client/protocol.ts `InvokeRequest`, `InvokeReply`), on the same native exchange as the
-// agent client (src/lib/agent-client/client.ts `agentRequest`), and test/bin/forward.test.ts holds the two to the
-// same behaviour: what the agent runs is byte for byte what the agent-first entry would print and log.
+// of its own: loading any bundle (the staleness check, reading it and its code cache, compiling them) cost a plugin
+// process about 5.7 million instructions, more than all of this path (about 3.6 million). It speaks one request of
+// the agent's protocol (src/lib/agent-client/protocol.ts `InvokeRequest`, `InvokeReply`) on the same native exchange
+// as the agent client (src/lib/agent-client/client.ts `agentRequest`). test/plugins/ipam/agent-main.test.ts holds it
+// to each answer the agent may give, and test/lib/agent/invoke.test.ts to the agent-first entry's output.
 
 /** agentRequest's bounds (src/lib/agent-client/client.ts): the whole exchange, the largest reply taken. */
 const AGENT_REQUEST_TIMEOUT_MS = 5000
@@ -301,7 +301,7 @@ async function forward(stdin, first) {
   }
   if (typeof b !== 'object' || b === null) return unknown('the reply is not a JSON object')
   if (b.error?.direct === true) return undefined
-  if (status === '200' && typeof b.exit === 'number' && Array.isArray(b.output)) {
+  if (status === '200' && Number.isInteger(b.exit) && Array.isArray(b.output)) {
     for (const [fd, text] of b.output) writeOut(fd === 1 ? 1 : 2, String(text))
     return {exit: b.exit}
   }
