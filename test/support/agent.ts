@@ -1,6 +1,7 @@
 // Tests of the per-node agent: start the REAL `ipamctl agent run` as a child process and wait for its readiness
 // line, and run the REAL `ipamctl-ipam` plugin against it the way a runtime does (clean env, netconf on stdin).
 import {type ChildProcess, spawn} from 'node:child_process'
+import http from 'node:http'
 import path from 'node:path'
 import {type ProcResult, runProcess} from './process.ts'
 
@@ -98,4 +99,31 @@ export function parseMetrics(text: string): Map<string, number> {
     out.set(line.slice(0, i), Number(line.slice(i + 1)))
   }
   return out
+}
+
+/** An HTTP request to the agent on its unix socket (a JSON body when given): the status and the JSON reply. */
+export function agentHttp(
+  socket: string,
+  method: 'GET' | 'POST',
+  route: string,
+  body?: unknown,
+): Promise<{status: number; body: Record<string, unknown>}> {
+  const text = body === undefined ? '' : JSON.stringify(body)
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        socketPath: socket,
+        method,
+        path: route,
+        headers: {'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text)},
+      },
+      (res) => {
+        const parts: Buffer[] = []
+        res.on('data', (b: Buffer) => parts.push(b))
+        res.on('end', () => resolve({status: res.statusCode!, body: JSON.parse(Buffer.concat(parts).toString())}))
+      },
+    )
+    req.on('error', reject)
+    req.end(text)
+  })
 }

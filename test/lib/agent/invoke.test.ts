@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
 import fs from 'node:fs'
-import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import {after, before, describe, it} from 'node:test'
@@ -17,6 +16,7 @@ import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {type HeldOutput, runAgentFirst} from '../../../src/lib/node-ipam/agent-first.ts'
 import {MemoryStore} from '../../../src/lib/store/memory.ts'
 import type {DatastoreSettings} from '../../../src/lib/store/settings.ts'
+import {agentHttp} from '../../support/agent.ts'
 import {runProcess} from '../../support/process.ts'
 import {ensureBuilt, ROOT} from '../../commands/helpers.ts'
 
@@ -87,21 +87,7 @@ const untimed = (text: string) => text.replace(/^\S+ /gm, '')
 const untimedOutput = (output: HeldOutput) => output.map(([fd, text]) => [fd, untimed(text)])
 
 /** POST `body` to `route` on the agent's socket from this process. */
-function post(route: string, body: unknown): Promise<{status: number; body: Record<string, unknown>}> {
-  return new Promise((resolve, reject) => {
-    const text = JSON.stringify(body)
-    const req = http.request(
-      {socketPath: socket, method: 'POST', path: route, headers: {'Content-Length': Buffer.byteLength(text)}},
-      (res) => {
-        const parts: Buffer[] = []
-        res.on('data', (b: Buffer) => parts.push(b))
-        res.on('end', () => resolve({status: res.statusCode!, body: JSON.parse(Buffer.concat(parts).toString())}))
-      },
-    )
-    req.on('error', reject)
-    req.end(text)
-  })
-}
+const post = (route: string, body: unknown) => agentHttp(socket, 'POST', route, body)
 
 /** The invocation run by the agent: exit code, output and log, as `/v1/invoke` answers them. */
 async function invoked(inv: {conf: string; env: Record<string, string>; log: string}, pid = process.pid) {
@@ -125,16 +111,8 @@ async function agentFirst(inv: {conf: string; env: Record<string, string>; log: 
 }
 
 const counters = async () => {
-  const r = await new Promise<Record<string, unknown>>((resolve, reject) =>
-    http
-      .get({socketPath: socket, path: '/v1/status'}, (res) => {
-        const parts: Buffer[] = []
-        res.on('data', (b: Buffer) => parts.push(b))
-        res.on('end', () => resolve(JSON.parse(Buffer.concat(parts).toString())))
-      })
-      .on('error', reject),
-  )
-  return (r.counters as {invocations: {run: number; handedOver: number; refused: number}}).invocations
+  const r = await agentHttp(socket, 'GET', '/v1/status')
+  return (r.body.counters as {invocations: {run: number; handedOver: number; refused: number}}).invocations
 }
 
 describe('/v1/invoke: the agent runs the invocation', () => {

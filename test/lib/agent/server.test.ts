@@ -2,7 +2,6 @@
 // before every ADD, its read shared by the requests that wait for it at once, and never older than a request.
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import {after, describe, it} from 'node:test'
@@ -14,6 +13,7 @@ import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {MemoryStore} from '../../../src/lib/store/memory.ts'
 import type {KeyValue} from '../../../src/lib/store/store.ts'
 import type {DatastoreSettings} from '../../../src/lib/store/settings.ts'
+import {agentHttp} from '../../support/agent.ts'
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-agent-server-'))
 after(() => fs.rmSync(tmp, {recursive: true, force: true}))
@@ -59,21 +59,8 @@ async function agentOn(store: MemoryStore): Promise<RunningAgent> {
 }
 
 /** POST /v1/assign for `handle` over the agent's socket: status and JSON body. */
-function assign(socket: string, handle: string): Promise<{status: number; body: Record<string, unknown>}> {
-  const body = JSON.stringify({node: 'node-1', datastore: datastoreId(settings), handle, num4: 1, num6: 0})
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {socketPath: socket, method: 'POST', path: '/v1/assign', headers: {'Content-Type': 'application/json'}},
-      (res) => {
-        const parts: Buffer[] = []
-        res.on('data', (b: Buffer) => parts.push(b))
-        res.on('end', () => resolve({status: res.statusCode!, body: JSON.parse(Buffer.concat(parts).toString())}))
-      },
-    )
-    req.on('error', reject)
-    req.end(body)
-  })
-}
+const assign = (socket: string, handle: string) =>
+  agentHttp(socket, 'POST', '/v1/assign', {node: 'node-1', datastore: datastoreId(settings), handle, num4: 1, num6: 0})
 
 const ipOf = (r: {body: Record<string, unknown>}) =>
   (r.body.result as {ips: {address: string}[]} | undefined)?.ips[0]?.address
