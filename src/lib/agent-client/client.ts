@@ -31,12 +31,6 @@ type Exchange = (
  */
 const localRequire = (): NodeJS.Require => (typeof require === 'function' ? require : createRequire(import.meta.url))
 
-/**
- * The addon on first use. Not import(): the plugin bundles run in a vm.Script without a dynamic-import hook,
- * and a static import would load it on every exec, agent or not. Its compiled file by name, which exports what
- * the package's index.js re-exports: resolving and compiling index.js as well was ~0.4 ms of a plugin's CPU; and
- * in a bundle by its path, without resolving the package at all (loadAddon).
- */
 /** The addon's exports: the exchange, and the agent's check of who connected (src/lib/agent/peer.ts). */
 export interface UnixExchange {
   exchange: Exchange
@@ -44,6 +38,12 @@ export interface UnixExchange {
 }
 let addon: UnixExchange | undefined
 const ADDON_FILE = 'build/Release/unix_exchange.node'
+/**
+ * The addon on first use. Not import(): the plugin bundles run in a vm.Script without a dynamic-import hook,
+ * and a static import would load it on every exec, agent or not. Its compiled file by name, which exports what
+ * the package's index.js re-exports: resolving and compiling index.js as well was ~0.4 ms of a plugin's CPU; and
+ * in a bundle by its path, without resolving the package at all (loadAddon).
+ */
 export const loadUnixExchange = (): UnixExchange =>
   (addon ??= loadAddon<UnixExchange>(
     'unix-exchange',
