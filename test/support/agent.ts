@@ -3,6 +3,9 @@
 import {type ChildProcess, spawn} from 'node:child_process'
 import http from 'node:http'
 import path from 'node:path'
+import {type RunningAgent, startAgent} from '../../src/lib/agent/agent.ts'
+import type {DatastoreSettings} from '../../src/lib/store/settings.ts'
+import type {Store} from '../../src/lib/store/store.ts'
 import {type ProcResult, runProcess} from './process.ts'
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..')
@@ -125,5 +128,21 @@ export function agentHttp(
     )
     req.on('error', reject)
     req.end(text)
+  })
+}
+
+/** An agent in this process for node `node-1` on `store` (standing for `settings`' datastore), without its loops. */
+export function startAgentOn(store: Store, settings: DatastoreSettings, socket: string): Promise<RunningAgent> {
+  return startAgent({
+    node: 'node-1',
+    settings,
+    socket,
+    metricsAddress: '',
+    gcIntervalMs: 0,
+    gcGraceMs: 0,
+    leakScanIntervalMs: 0,
+    version: 'test',
+    log: () => {},
+    openStore: async () => store,
   })
 }

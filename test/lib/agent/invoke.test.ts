@@ -9,14 +9,14 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {after, before, describe, it} from 'node:test'
-import {type RunningAgent, startAgent} from '../../../src/lib/agent/agent.ts'
+import type {RunningAgent} from '../../../src/lib/agent/agent.ts'
 import type {PluginIo} from '../../../src/lib/cni/skel.ts'
 import {makeCtx} from '../../../src/lib/ipam/context.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {type HeldOutput, runAgentFirst} from '../../../src/lib/node-ipam/agent-first.ts'
 import {MemoryStore} from '../../../src/lib/store/memory.ts'
 import type {DatastoreSettings} from '../../../src/lib/store/settings.ts'
-import {agentHttp} from '../../support/agent.ts'
+import {agentHttp, startAgentOn} from '../../support/agent.ts'
 import {runProcess} from '../../support/process.ts'
 import {ensureBuilt, ROOT} from '../../commands/helpers.ts'
 
@@ -34,18 +34,7 @@ let agent: RunningAgent
 before(async () => {
   const store = new MemoryStore()
   await createPools(makeCtx(store), [{name: 'p4', cidr: '10.66.0.0/16', blockSize: 26}])
-  agent = await startAgent({
-    node: 'node-1',
-    settings,
-    socket,
-    metricsAddress: '',
-    gcIntervalMs: 0,
-    gcGraceMs: 0,
-    leakScanIntervalMs: 0,
-    version: 'test',
-    log: () => {},
-    openStore: async () => store,
-  })
+  agent = await startAgentOn(store, settings, socket)
 })
 after(async () => {
   await agent?.stop()

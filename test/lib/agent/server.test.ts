@@ -6,14 +6,14 @@ import os from 'node:os'
 import path from 'node:path'
 import {after, describe, it} from 'node:test'
 import {datastoreId} from '../../../src/lib/agent-client/protocol.ts'
-import {type RunningAgent, startAgent} from '../../../src/lib/agent/agent.ts'
+import type {RunningAgent} from '../../../src/lib/agent/agent.ts'
 import {clusterInfoKey, lockDatastore, unlockDatastore} from '../../../src/lib/ipam/cluster-info.ts'
 import {makeCtx} from '../../../src/lib/ipam/context.ts'
 import {createPools} from '../../../src/lib/ipam/pool-admin.ts'
 import {MemoryStore} from '../../../src/lib/store/memory.ts'
 import type {KeyValue} from '../../../src/lib/store/store.ts'
 import type {DatastoreSettings} from '../../../src/lib/store/settings.ts'
-import {agentHttp} from '../../support/agent.ts'
+import {agentHttp, startAgentOn} from '../../support/agent.ts'
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ipamctl-agent-server-'))
 after(() => fs.rmSync(tmp, {recursive: true, force: true}))
@@ -44,18 +44,7 @@ const settings: DatastoreSettings = {
 
 async function agentOn(store: MemoryStore): Promise<RunningAgent> {
   await createPools(makeCtx(store), [{name: 'p4', cidr: '10.66.0.0/16'}])
-  return startAgent({
-    node: 'node-1',
-    settings,
-    socket: path.join(tmp, `a${Math.random().toString(36).slice(2)}.sock`),
-    metricsAddress: '',
-    gcIntervalMs: 0,
-    gcGraceMs: 0,
-    leakScanIntervalMs: 0,
-    version: 'test',
-    log: () => {},
-    openStore: async () => store,
-  })
+  return startAgentOn(store, settings, path.join(tmp, `a${Math.random().toString(36).slice(2)}.sock`))
 }
 
 /** POST /v1/assign for `handle` over the agent's socket: status and JSON body. */
